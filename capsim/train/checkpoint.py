@@ -1,0 +1,121 @@
+"""Orbax checkpointing of model, optimizer, grain iterator and step, in one place.
+
+A checkpoint is an ``ocp.CheckpointManager`` step with up to four items:
+``model`` and ``optimizer`` (pure-dict NNX states), ``data`` (the grain
+iterator's state, one JSON per process) and ``meta`` (JSON: step, metrics).
+Keeping the model in its own item lets a scorer restore it without building an
+optimizer. Restores go into abstract (shape/dtype) targets built from the config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import grain
+import jax
+import orbax.checkpoint as ocp
+from flax import nnx
+
+from capsim.errors import CheckpointError
+
+CHECKPOINT_DIR = "checkpoints"
+BEST_DIR = "best"
+
+
+def _abstract(state: nnx.State) -> dict:
+    return jax.tree.map(ocp.utils.to_shape_dtype_struct, nnx.to_pure_dict(state))
+
+
+class Checkpointer:
+    """Saves and restores training state under one directory."""
+
+    def __init__(self, directory: str | Path, *, max_to_keep: int = 2, read_only: bool = False):
+        self.directory = Path(directory).absolute()
+        options = ocp.CheckpointManagerOptions(
+            max_to_keep=max_to_keep, create=not read_only, read_only=read_only
+        )
+        self._manager = ocp.CheckpointManager(self.directory, options=options)
+
+    def latest_step(self) -> int | None:
+        return self._manager.latest_step()
+
+    def save(
+        self,
+        step: int,
+        *,
+        model: nnx.Module,
+        optimizer: nnx.Optimizer | None = None,
+        data_iterator: grain.DatasetIterator | None = None,
+        meta: Mapping[str, Any] | None = None,
+    ) -> None:
+        items = {
+            "model": ocp.args.StandardSave(nnx.to_pure_dict(nnx.state(model))),
+            "meta": ocp.args.JsonSave({"step": int(step), **dict(meta or {})}),
+        }
+        if optimizer is not None:
+            items["optimizer"] = ocp.args.StandardSave(nnx.to_pure_dict(nnx.state(optimizer)))
+        if data_iterator is not None:
+            items["data"] = grain.checkpoint.CheckpointSave(data_iterator)
+        self._manager.save(step, args=ocp.args.Composite(**items), force=True)
+
+    def restore(
+        self,
+        *,
+        model: nnx.Module,
+        optimizer: nnx.Optimizer | None = None,
+        data_iterator: grain.DatasetIterator | None = None,
+        step: int | None = None,
+    ) -> dict[str, Any]:
+        """Restores into the given live objects (in place) and returns the metadata."""
+        step = self.latest_step() if step is None else step
+        if step is None:
+            raise CheckpointError(f"no checkpoint found in {self.directory}")
+        model_state = nnx.state(model)
+        items = {
+            "model": ocp.args.StandardRestore(_abstract(model_state)),
+            "meta": ocp.args.JsonRestore(),
+        }
+        if optimizer is not None:
+            opt_state = nnx.state(optimizer)
+            items["optimizer"] = ocp.args.StandardRestore(_abstract(opt_state))
+        if data_iterator is not None:
+            items["data"] = grain.checkpoint.CheckpointRestore(data_iterator)
+        try:
+            restored = self._manager.restore(step, args=ocp.args.Composite(**items))
+        except Exception as e:  # orbax raises many types for unreadable files
+            raise CheckpointError(
+                f"checkpoint step {step} in {self.directory} is unreadable or does not match "
+                f"this model's config: {type(e).__name__}: {e}"
+            ) from e
+        nnx.replace_by_pure_dict(model_state, restored["model"])
+        nnx.update(model, model_state)
+        if optimizer is not None:
+            nnx.replace_by_pure_dict(opt_state, restored["optimizer"])
+            nnx.update(optimizer, opt_state)
+        return dict(restored["meta"])
+
+    def wait(self) -> None:
+        self._manager.wait_until_finished()
+
+    def close(self) -> None:
+        self._manager.close()
+
+
+def find_model_checkpoint(path: str | Path) -> Path:
+    """Resolves a workdir or checkpoint directory to the directory to restore a model from.
+
+    Accepts a training workdir (prefers ``best/``, then ``checkpoints/``) or a
+    manager directory itself. Raises CheckpointError naming the path otherwise.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"checkpoint path {path} does not exist")
+    for candidate in (path / BEST_DIR, path / CHECKPOINT_DIR, path):
+        if candidate.is_dir() and any(p.name.isdigit() for p in candidate.iterdir()):
+            return candidate
+    raise CheckpointError(
+        f"{path} holds no checkpoint (expected numbered step folders in {path}, "
+        f"{path / BEST_DIR} or {path / CHECKPOINT_DIR})"
+    )

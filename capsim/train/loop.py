@@ -1,0 +1,220 @@
+"""The training loop shared by every model in the library.
+
+A model-specific ``loss_fn(model, batch, key) -> (loss, metrics)`` is all a paper
+package supplies. The step is a pure function over ``(graphdef, state)`` so the
+jit shardings and orbax see plain pytrees; it is compiled over a 1-D data mesh
+(batch sharded, parameters replicated) with the state donated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import grain
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+from flax import nnx
+
+from capsim.train import mesh as mesh_lib
+from capsim.train.checkpoint import BEST_DIR, CHECKPOINT_DIR, Checkpointer
+from capsim.train.writers import MetricWriter, Progress, save_config
+
+LossFn = Callable[[nnx.Module, Mapping[str, jax.Array], jax.Array], tuple[jax.Array, dict]]
+EvalFn = Callable[[nnx.Module], Mapping[str, float]]
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a run did: the final step, its eval history and why it stopped."""
+
+    step: int
+    eval_history: list[dict[str, float]]
+    best_metric: float | None
+    stopped_early: bool
+    last_loss: float
+    examples_per_second: float
+
+
+def make_optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
+    """Adam with exponential learning-rate decay, optional L2 and gradient clipping.
+
+    Config keys (``config.optimizer``): learning_rate, decay_rate, decay_steps,
+    l2 (coupled L2 penalty, added to the gradient as in the VTFN paper), clip_norm.
+    """
+    opt = config.optimizer
+    schedule = optax.exponential_decay(
+        opt.learning_rate, transition_steps=max(opt.decay_steps, 1), decay_rate=opt.decay_rate
+    )
+    parts = []
+    if opt.clip_norm:
+        parts.append(optax.clip_by_global_norm(opt.clip_norm))
+    if opt.l2:
+        parts.append(optax.add_decayed_weights(opt.l2))
+    parts.append(optax.adam(schedule))
+    return optax.chain(*parts)
+
+
+def make_train_step(graphdef: nnx.GraphDef, loss_fn: LossFn, mesh: jax.sharding.Mesh):
+    """Compiles one optimisation step over the mesh; state is donated."""
+    replicated = mesh_lib.replicated(mesh)
+
+    def train_step(state: nnx.State, batch: Mapping[str, jax.Array], key: jax.Array):
+        model, optimizer = nnx.merge(graphdef, state)
+        model.train()
+
+        def loss_of(m: nnx.Module):
+            return loss_fn(m, batch, key)
+
+        (loss, metrics), grads = nnx.value_and_grad(loss_of, has_aux=True)(model)
+        optimizer.update(model, grads)
+        metrics = {"loss": loss, **metrics, "grad_norm": optax.tree.norm(grads)}
+        return nnx.state((model, optimizer)), metrics
+
+    return jax.jit(
+        train_step,
+        in_shardings=(replicated, mesh_lib.data_sharding(mesh), replicated),
+        out_shardings=(replicated, replicated),
+        donate_argnums=0,
+    )
+
+
+def _improved(value: float, best: float | None, mode: str) -> bool:
+    if best is None:
+        return True
+    return value > best if mode == "max" else value < best
+
+
+def train_loop(
+    config: ml_collections.ConfigDict,
+    workdir: str | Path,
+    model: nnx.Module,
+    loss_fn: LossFn,
+    train_data: grain.IterDataset,
+    evaluate: EvalFn | None = None,
+) -> TrainResult:
+    """Trains ``model`` in place, resuming from ``workdir/checkpoints`` when present.
+
+    Config keys used: seed, batch_size, num_steps, log_every, eval_every,
+    checkpoint_every, optimizer.*, early_stopping.{metric, mode, patience}.
+    With ``evaluate``, the model with the best ``early_stopping.metric`` is also
+    saved to ``workdir/best``; training stops after ``patience`` evaluations
+    without improvement (patience 0 disables stopping).
+    """
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    save_config(config, workdir)
+    mesh = mesh_lib.make_data_mesh()
+    mesh_lib.local_batch_size(config.batch_size)  # validates divisibility early
+
+    optimizer = nnx.Optimizer(model, make_optimizer(config), wrt=nnx.Param)
+    checkpoints = Checkpointer(workdir / CHECKPOINT_DIR, max_to_keep=2)
+    best_checkpoints = Checkpointer(workdir / BEST_DIR, max_to_keep=1) if evaluate else None
+    data_iter: Iterator = iter(train_data)
+
+    step, best_metric, evals_without_gain = 0, None, 0
+    history: list[dict[str, float]] = []
+    if checkpoints.latest_step() is not None:
+        meta = checkpoints.restore(model=model, optimizer=optimizer, data_iterator=data_iter)
+        step = meta["step"]
+        best_metric = meta.get("best_metric")
+        evals_without_gain = meta.get("evals_without_gain", 0)
+        logging.info("resumed from %s at step %d", checkpoints.directory, step)
+
+    graphdef, state = nnx.split((model, optimizer))
+    state = jax.device_put(state, mesh_lib.replicated(mesh))
+    train_step = make_train_step(graphdef, loss_fn, mesh)
+    base_key = jax.random.key(config.seed)
+    writer = MetricWriter(workdir)
+    progress = Progress(config.num_steps, config.batch_size, first_step=step)
+    es = config.early_stopping
+    stopped_early, last_loss, speeds = False, math.nan, []
+
+    def sync_objects() -> None:
+        nnx.update((model, optimizer), state)
+
+    def meta() -> dict[str, Any]:
+        return {"best_metric": best_metric, "evals_without_gain": evals_without_gain}
+
+    with jax.set_mesh(mesh):
+        while step < config.num_steps:
+            batch = mesh_lib.global_batch(next(data_iter), mesh)
+            state, metrics = train_step(state, batch, jax.random.fold_in(base_key, step))
+            step += 1
+            done = step == config.num_steps
+            if step % config.log_every == 0 or done:
+                scalars = {k: float(v) for k, v in jax.device_get(metrics).items()}
+                last_loss = scalars["loss"]
+                if not np.isfinite(last_loss):
+                    checkpoints.wait()
+                    raise FloatingPointError(
+                        f"loss became {last_loss} at step {step}; stopping. The last good "
+                        f"checkpoint (step {checkpoints.latest_step()}) is in "
+                        f"{checkpoints.directory}. Try a lower learning rate or clip_norm."
+                    )
+                speeds.append(progress.report(step, last_loss))
+                writer.write(step, {f"train/{k}": v for k, v in scalars.items()})
+            if evaluate and (step % config.eval_every == 0 or done):
+                sync_objects()
+                model.eval()
+                results = {k: float(v) for k, v in evaluate(model).items()}
+                history.append({"step": step, **results})
+                writer.write(step, results)
+                value = results[es.metric]
+                logging.info("step %d eval %s", step, results)
+                if _improved(value, best_metric, es.mode):
+                    best_metric, evals_without_gain = value, 0
+                    best_checkpoints.save(step, model=model, meta={es.metric: value})
+                    best_checkpoints.wait()
+                else:
+                    evals_without_gain += 1
+                    stopped_early = bool(es.patience) and evals_without_gain >= es.patience
+            if step % config.checkpoint_every == 0 or done or stopped_early:
+                sync_objects()
+                checkpoints.save(
+                    step, model=model, optimizer=optimizer, data_iterator=data_iter, meta=meta()
+                )
+                checkpoints.wait()
+            if stopped_early:
+                logging.info("early stopping at step %d: %s did not improve", step, es.metric)
+                break
+
+    sync_objects()
+    model.eval()
+    writer.close()
+    checkpoints.close()
+    if best_checkpoints:
+        best_checkpoints.close()
+    return TrainResult(
+        step=step,
+        eval_history=history,
+        best_metric=best_metric,
+        stopped_early=stopped_early,
+        last_loss=last_loss,
+        examples_per_second=float(np.median(speeds)) if speeds else math.nan,
+    )
+
+
+def restore_best_or_latest(workdir: str | Path, model: nnx.Module) -> dict[str, Any]:
+    """Loads the best (else the latest) model weights of a finished run into ``model``."""
+    workdir = Path(workdir)
+    for sub in (BEST_DIR, CHECKPOINT_DIR):
+        if (workdir / sub).is_dir():
+            manager = Checkpointer(workdir / sub, read_only=True)
+            if manager.latest_step() is not None:
+                meta = manager.restore(model=model)
+                manager.close()
+                return meta
+    return {}
+
+
+def as_jnp(batch: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
+    """Host batch to device arrays, for evaluation outside the mesh."""
+    return {k: jnp.asarray(v) for k, v in batch.items()}

@@ -1,0 +1,118 @@
+"""The shared training loop: learning, resume, NaN guard, early stopping."""
+
+from __future__ import annotations
+
+import json
+
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import pytest
+from flax import nnx
+
+from capsim.data.pipeline import training_dataset
+from capsim.errors import CheckpointError
+from capsim.train.checkpoint import find_model_checkpoint
+from capsim.train.loop import restore_best_or_latest, train_loop
+
+TRUE_W = np.array([1.5, -2.0, 0.5], np.float32)
+
+
+class Regressor(nnx.Module):
+    def __init__(self, rngs: nnx.Rngs):
+        self.linear = nnx.Linear(3, 1, rngs=rngs)
+        self.dropout = nnx.Dropout(0.02, rngs=rngs)
+
+    def __call__(self, x):
+        return self.linear(self.dropout(x))[:, 0]
+
+
+def make_example(index, rng):
+    x = np.random.default_rng(int(index)).normal(size=3).astype(np.float32)
+    noise = rng.normal(scale=0.01)
+    return {"x": x, "y": np.float32(x @ TRUE_W + noise)}
+
+
+def mse(model, batch, key):
+    del key
+    loss = jnp.mean((model(batch["x"]) - batch["y"]) ** 2)
+    return loss, {}
+
+
+def tiny_config(**overrides) -> ml_collections.ConfigDict:
+    config = ml_collections.ConfigDict(
+        dict(
+            seed=0,
+            batch_size=16,
+            num_steps=60,
+            log_every=5,
+            eval_every=20,
+            checkpoint_every=20,
+            optimizer=dict(learning_rate=0.05, decay_rate=1.0, decay_steps=1000, l2=0.0, clip_norm=0.0),
+            early_stopping=dict(metric="dev/neg_mse", mode="max", patience=0),
+        )
+    )
+    config.update(overrides)
+    return config
+
+
+def run(config, workdir, evaluate=None):
+    model = Regressor(nnx.Rngs(0))
+    data = training_dataset(range(256), make_example, global_batch_size=config.batch_size, seed=1)
+    return model, train_loop(config, workdir, model, mse, data, evaluate)
+
+
+def dev_eval(model):
+    x = np.random.default_rng(99).normal(size=(64, 3)).astype(np.float32)
+    return {"dev/neg_mse": -float(jnp.mean((model(x) - x @ TRUE_W) ** 2))}
+
+
+def test_loss_falls_and_files_are_written(tmp_path):
+    _, result = run(tiny_config(), tmp_path, dev_eval)
+    records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    losses = [r["train/loss"] for r in records if "train/loss" in r]
+    assert losses[-1] < 0.1 * losses[0]
+    assert result.step == 60 and result.best_metric > -0.05
+    assert json.loads((tmp_path / "config.json").read_text())["batch_size"] == 16
+    assert list((tmp_path / "tensorboard").iterdir())
+    assert find_model_checkpoint(tmp_path).name == "best"
+
+
+def test_resume_continues_exactly(tmp_path):
+    _, full = run(tiny_config(), tmp_path / "full")
+    run(tiny_config(num_steps=40), tmp_path / "split")
+    _, resumed = run(tiny_config(), tmp_path / "split")
+    assert resumed.step == 60
+    np.testing.assert_allclose(resumed.last_loss, full.last_loss, rtol=1e-6)
+
+
+def test_restore_into_fresh_model(tmp_path):
+    model, _ = run(tiny_config(), tmp_path, dev_eval)
+    fresh = Regressor(nnx.Rngs(123))
+    restore_best_or_latest(tmp_path, fresh)
+    np.testing.assert_allclose(fresh.linear.kernel[...], model.linear.kernel[...], atol=0.2)
+
+
+def test_nan_guard_names_step_and_checkpoint(tmp_path):
+    config = tiny_config(optimizer=dict(learning_rate=1e30, decay_rate=1.0, decay_steps=1, l2=0.0, clip_norm=0.0))
+    with pytest.raises(FloatingPointError, match=r"at step \d+.*checkpoint"):
+        run(config, tmp_path)
+
+
+def test_early_stopping(tmp_path):
+    calls = iter(range(100))
+
+    def worsening(model):
+        return {"dev/neg_mse": -float(next(calls))}
+
+    config = tiny_config(num_steps=200, eval_every=10)
+    config.early_stopping.patience = 2
+    _, result = run(config, tmp_path, worsening)
+    assert result.stopped_early and result.step == 30
+
+
+def test_missing_checkpoint_is_clear(tmp_path):
+    with pytest.raises(CheckpointError, match="does not exist"):
+        find_model_checkpoint(tmp_path / "nope")
+    with pytest.raises(CheckpointError, match="holds no checkpoint"):
+        find_model_checkpoint(tmp_path)
