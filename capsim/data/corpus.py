@@ -1,0 +1,126 @@
+"""Caption corpora for training: gather sources, hold out dev images, encode.
+
+Both papers train on captions grouped by image, so this is the one place that
+reads the configured caption files, keeps evaluation images out, builds the
+vocabulary and turns text into padded id arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import ml_collections
+import numpy as np
+
+from capsim import text
+from capsim.data import captions
+from capsim.data.records import CaptionRecord
+
+FLICKR8K_EVAL_SPLIT = "test"
+
+
+def load_caption_files(data: ml_collections.ConfigDict) -> list[CaptionRecord]:
+    """Reads every caption file named by the data config, relative to ``data.data_dir``.
+
+    Keys: ``coco_captions`` (COCO ``captions_*.json`` files), ``karpathy`` (one
+    Karpathy ``dataset_*.json`` or ""), ``karpathy_splits``, ``flickr8k_dir``
+    ("" to skip) and ``flickr8k_splits``. Flickr8k's test split is refused:
+    Flickr8k-Expert judges captions of exactly those images.
+    """
+    root = Path(data.data_dir).expanduser()
+    records: list[CaptionRecord] = []
+    for name in data.coco_captions:
+        records += captions.read_coco_captions(root / name)
+    if data.karpathy:
+        wanted = set(data.karpathy_splits)
+        records += [r for r in captions.read_karpathy(root / data.karpathy) if r.split in wanted]
+    if data.flickr8k_dir:
+        if FLICKR8K_EVAL_SPLIT in data.flickr8k_splits:
+            raise ValueError(
+                "flickr8k_splits includes 'test': those images' captions are the Flickr8k-Expert "
+                "evaluation set and must stay out of training"
+            )
+        wanted = set(data.flickr8k_splits)
+        flickr = captions.read_flickr8k_dir(root / data.flickr8k_dir)
+        records += [
+            dataclasses.replace(r, image_id=f"flickr8k/{r.image_id}")
+            for r in flickr
+            if r.split in wanted
+        ]
+    if not records:
+        raise ValueError(f"the data config names no caption files under {root}")
+    logging.info("loaded %d captions of %d images", len(records), len({r.image_id for r in records}))
+    return records
+
+
+def hold_out_images(
+    records: Sequence[CaptionRecord], num_images: int, seed: int
+) -> tuple[list[CaptionRecord], list[CaptionRecord]]:
+    """Splits off ``num_images`` random images (all their captions) as a dev set."""
+    image_ids = sorted({r.image_id for r in records})
+    if num_images >= len(image_ids):
+        raise ValueError(f"cannot hold out {num_images} of {len(image_ids)} images")
+    rng = np.random.default_rng(seed)
+    held = set(rng.choice(image_ids, size=num_images, replace=False).tolist())
+    train = [r for r in records if r.image_id not in held]
+    dev = [r for r in records if r.image_id in held]
+    return train, dev
+
+
+def build_vocab(records: Sequence[CaptionRecord], min_count: int, max_size: int | None) -> text.Vocab:
+    return text.Vocab.build(
+        (text.tokenize(r.text) for r in records), min_count=min_count, max_size=max_size or None
+    )
+
+
+@dataclasses.dataclass
+class EncodedCorpus:
+    """Captions as padded ids, with the image each belongs to.
+
+    ``image_index[i]`` is the row of caption i's image in ``image_ids``;
+    ``captions_of_image[k]`` lists the caption rows of image k.
+    """
+
+    records: list[CaptionRecord]
+    ids: np.ndarray
+    mask: np.ndarray
+    image_index: np.ndarray
+    image_ids: list[str]
+    captions_of_image: list[np.ndarray]
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+    def texts_by_image(self) -> dict[str, list[str]]:
+        return {
+            image_id: [self.records[i].text for i in rows]
+            for image_id, rows in zip(self.image_ids, self.captions_of_image, strict=True)
+        }
+
+
+def encode_corpus(
+    records: Sequence[CaptionRecord], vocab: text.Vocab, max_len: int
+) -> EncodedCorpus:
+    """Encodes training captions; over-long ones are truncated (and counted in the log)."""
+    records = list(records)
+    encoded = text.encode(
+        vocab,
+        [r.text for r in records],
+        max_len,
+        ids=[r.caption_id for r in records],
+        too_long="truncate",
+        allow_all_unknown=True,
+    )
+    truncated = int(np.sum(encoded.ids[:, -1] == text.EOS_ID))
+    if truncated:
+        logging.info("%d of %d captions reach max_len=%d", truncated, len(records), max_len)
+    image_ids = sorted({r.image_id for r in records})
+    row_of = {image_id: k for k, image_id in enumerate(image_ids)}
+    image_index = np.array([row_of[r.image_id] for r in records], np.int32)
+    order = np.argsort(image_index, kind="stable")
+    bounds = np.searchsorted(image_index[order], np.arange(len(image_ids) + 1))
+    groups = [order[bounds[k] : bounds[k + 1]] for k in range(len(image_ids))]
+    return EncodedCorpus(records, encoded.ids, encoded.mask, image_index, image_ids, groups)

@@ -1,0 +1,67 @@
+"""Pieces shared by the config files: trainer defaults and ``:key=value`` arguments.
+
+A config file is loaded as ``--config=configs/NAME.py:arg``; ``arg`` is a comma
+list such as ``loss=kendall,runlocal``. ``parse_arg`` turns it into a
+ConfigDict, typed by the defaults the file declares.
+"""
+
+from __future__ import annotations
+
+import ml_collections
+
+
+def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
+    """Parses ``"a=1,b=x,flag"`` into a ConfigDict typed like ``defaults``.
+
+    A bare name sets a boolean default to True; unknown names raise KeyError
+    listing the known ones, so a typo never passes silently.
+    """
+    result = ml_collections.ConfigDict(defaults)
+    for item in filter(None, (arg or "").split(",")):
+        key, _, value = item.partition("=")
+        if key not in defaults:
+            raise KeyError(f"unknown config argument {key!r}; known: {sorted(defaults)}")
+        default = defaults[key]
+        if not value:
+            if not isinstance(default, bool):
+                raise ValueError(f"config argument {key!r} needs a value")
+            result[key] = True
+        elif isinstance(default, bool):
+            result[key] = value.lower() in ("1", "true", "yes")
+        else:
+            result[key] = type(default)(value)
+    return result
+
+
+def trainer_defaults(config: ml_collections.ConfigDict) -> None:
+    """Fields of the shared training loop (capsim.train.loop), filled in place."""
+    config.seed = 0
+    config.batch_size = 128
+    config.num_epochs = 4.0
+    config.num_steps = -1  # -1: derived from num_epochs and the corpus size
+    config.log_every = 50
+    config.eval_every = 500
+    config.checkpoint_every = 1000
+    config.optimizer = ml_collections.ConfigDict(
+        dict(learning_rate=5e-4, decay_rate=1.0, decay_steps=1000, l2=0.0, clip_norm=5.0)
+    )
+    config.early_stopping = ml_collections.ConfigDict(
+        dict(metric="dev/same_image_auc", mode="max", patience=0)
+    )
+
+
+def i2ce_loss(name: str) -> ml_collections.ConfigDict:
+    """λ1 (recon_weight) and λ2 (weight) with each branch's pairing and hyperparameters."""
+    pairing = "self" if name == "margin" else "similar"
+    return ml_collections.ConfigDict(
+        dict(
+            name=name,
+            recon_weight=1.0,
+            weight=0.0 if name == "none" else 10.0,
+            pairing=pairing,
+            margin=0.2,
+            reduction="mean",
+            temperature=0.05,
+            alpha=1.0,
+        )
+    )

@@ -1,0 +1,124 @@
+"""The I2CE GRU sentence autoencoder and its training objective.
+
+The encoder (embedding -> GRU) reads a caption; its final hidden state is the
+"intrinsic vector" that scoring compares. The decoder, used only in training,
+is a GRU started from that vector that reconstructs the caption with teacher
+forcing. Semantic branches add a loss over in-batch caption similarities, drawn
+from the shared registry in capsim.losses, so any loss works here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from flax import nnx
+
+from capsim import losses
+from capsim.encoders import RNNEncoder, scan_rnn
+
+# Which caption the semantic loss compares each anchor with: "self" (the other
+# anchors of the batch, the I2CE margin branch) or "similar" (a second caption
+# of the anchor's image, the triplet/InfoNCE branches).
+PAIRINGS = ("self", "similar")
+
+
+class I2CEAutoencoder(nnx.Module):
+    """GRU encoder-decoder sharing one word-embedding table."""
+
+    def __init__(
+        self,
+        vocab_size: int,
+        *,
+        embed_dim: int,
+        hidden_dim: int,
+        dropout: float = 0.0,
+        rngs: nnx.Rngs,
+        embedding_init: np.ndarray | None = None,
+    ):
+        self.encoder = RNNEncoder(
+            vocab_size,
+            embed_dim,
+            hidden_dim,
+            cell="gru",
+            dropout=dropout,
+            rngs=rngs,
+            embedding_init=embedding_init,
+        )
+        self.decoder_cell = nnx.GRUCell(embed_dim, hidden_dim, rngs=rngs)
+        self.readout = nnx.Linear(hidden_dim, vocab_size, rngs=rngs)
+
+    def encode(self, ids: jax.Array, mask: jax.Array) -> jax.Array:
+        """The intrinsic vectors [B, H] of a padded batch of captions."""
+        return self.encoder(ids, mask)
+
+    def reconstruction_nll(
+        self, ids: jax.Array, mask: jax.Array, intrinsic: jax.Array
+    ) -> jax.Array:
+        """Per-token NLL of the caption given its intrinsic vector: summed over tokens, mean over batch.
+
+        The decoder reads ``<S> w1 .. wn`` and predicts ``w1 .. wn </S>``.
+        """
+        inputs = self.encoder.embed(ids[:, :-1])
+        _, outputs = scan_rnn(self.decoder_cell, inputs, mask[:, :-1], intrinsic)
+        logits = self.readout(outputs).astype(jnp.float32)
+        targets = ids[:, 1:]
+        token_nll = -jnp.take_along_axis(
+            jax.nn.log_softmax(logits), targets[..., None], axis=-1
+        )[..., 0]
+        return jnp.mean(jnp.sum(token_nll * mask[:, 1:], axis=1))
+
+
+def build_model(
+    config: ml_collections.ConfigDict, vocab_size: int, embedding_init: np.ndarray | None = None
+) -> I2CEAutoencoder:
+    return I2CEAutoencoder(
+        vocab_size,
+        embed_dim=config.model.embed_dim,
+        hidden_dim=config.model.hidden_dim,
+        dropout=config.model.dropout,
+        rngs=nnx.Rngs(params=config.seed, dropout=config.seed + 1),
+        embedding_init=embedding_init,
+    )
+
+
+def make_loss_fn(config: ml_collections.ConfigDict):
+    """``loss_fn(model, batch, key)``: λ1·reconstruction + λ2·semantic loss.
+
+    ``config.loss.name`` is "none" (one branch: reconstruction only) or any name
+    in capsim.losses.LOSSES; its hyperparameters are read from ``config.loss``.
+    """
+    name = config.loss.name
+    recon_weight = config.loss.recon_weight
+    semantic_weight = config.loss.weight
+    if name != "none" and config.loss.pairing not in PAIRINGS:
+        raise ValueError(f"loss.pairing must be one of {PAIRINGS}, got {config.loss.pairing!r}")
+    semantic = None if name == "none" else losses.get_loss(name)
+    hparams = (
+        {} if name == "none" else {k: config.loss[k] for k in losses.loss_hparam_names(name)}
+    )
+    pairing = config.loss.pairing
+
+    def loss_fn(model: I2CEAutoencoder, batch: Mapping[str, jax.Array], key: jax.Array):
+        anchor = model.encode(batch["anchor_ids"], batch["anchor_mask"])
+        recon = model.reconstruction_nll(batch["anchor_ids"], batch["anchor_mask"], anchor)
+        metrics = {"recon_nll": recon}
+        total = recon_weight * recon
+        if semantic is not None:
+            if pairing == "self":
+                other = anchor
+            else:
+                other = model.encode(batch["similar_ids"], batch["similar_mask"])
+            sim = losses.cosine_similarity_matrix(anchor, other)
+            group = batch["group"]
+            positive = group[:, None] == group[None, :]
+            perm = jax.random.permutation(key, group.shape[0])
+            semantic_loss = semantic(sim, positive, perm, **hparams)
+            metrics["semantic"] = semantic_loss
+            total = total + semantic_weight * semantic_loss
+        return total, metrics
+
+    return loss_fn

@@ -1,0 +1,130 @@
+"""Score captions from the command line with a trained I2CE model.
+
+    python -m i2ce_jax.score --checkpoint WORKDIR --refs refs.json --cands cands.json \
+        [--out scores.json] [--pooling top-3]
+
+``refs.json``: ``{"<image id>": ["reference", ...], ...}``.
+``cands.json``: COCO results style, ``[{"image_id": <id>, "caption": "..."}, ...]``.
+Writes ``{"method", "pooling", "corpus_score", "scores": [{"image_id", "caption",
+"score", "reference_similarities"}]}``; the output file is replaced atomically,
+so an error never leaves a half-written file behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from capsim.errors import CapsimError, CaptionError, DataFormatError
+from i2ce_jax.scorer import I2CEScorer
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        raw = path.read_bytes()
+    except OSError as e:
+        raise DataFormatError(path, f"cannot read ({e.strerror})") from e
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise DataFormatError(path, f"not UTF-8 (byte {e.start})") from e
+    except json.JSONDecodeError as e:
+        raise DataFormatError(path, f"invalid JSON: {e.msg}", line=e.lineno) from e
+
+
+def read_refs(path: str | Path) -> dict[str, list[str]]:
+    """References keyed by image id (ids are compared as strings)."""
+    path = Path(path)
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise DataFormatError(path, "expected an object mapping image id -> list of references")
+    for key, refs in data.items():
+        if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
+            raise DataFormatError(path, f"image {key!r}: expected a non-empty list of strings")
+    return {str(k): v for k, v in data.items()}
+
+
+def read_cands(path: str | Path) -> list[tuple[str, str]]:
+    """(image id, caption) pairs from a COCO-results list."""
+    path = Path(path)
+    data = _read_json(path)
+    if not isinstance(data, list):
+        raise DataFormatError(path, 'expected a list of {"image_id": ..., "caption": ...}')
+    pairs = []
+    for index, item in enumerate(data):
+        if not isinstance(item, dict) or "image_id" not in item or "caption" not in item:
+            raise DataFormatError(path, f"entry {index}: needs 'image_id' and 'caption'")
+        if not isinstance(item["caption"], str):
+            raise DataFormatError(path, f"entry {index}: caption must be a string")
+        pairs.append((str(item["image_id"]), item["caption"]))
+    return pairs
+
+
+def score_files(
+    scorer: I2CEScorer, refs: dict[str, list[str]], cands: list[tuple[str, str]]
+) -> dict[str, Any]:
+    """Scores every candidate (several per image allowed) against its image's references."""
+    keys = [f"{index}:{image_id}" for index, (image_id, _) in enumerate(cands)]
+    gts, res = {}, {}
+    for key, (image_id, caption) in zip(keys, cands, strict=True):
+        if image_id not in refs:
+            raise CaptionError(key, f"image {image_id!r} has no references in --refs")
+        gts[key], res[key] = refs[image_id], [caption]
+    sims = scorer.reference_similarities(gts, res)
+    corpus, scores = scorer.compute_score(gts, res)
+    rows = [
+        {
+            "image_id": image_id,
+            "caption": caption,
+            "score": float(score),
+            "reference_similarities": [float(s) for s in row[mask]],
+        }
+        for (image_id, caption), score, row, mask in zip(
+            cands, scores, sims.similarities, sims.mask, strict=True
+        )
+    ]
+    return {"method": "I2CE", "pooling": scorer.pooling, "corpus_score": corpus, "scores": rows}
+
+
+def write_atomically(path: Path, payload: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=1) + "\n")
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--checkpoint", required=True, help="I2CE training workdir or checkpoint dir")
+    parser.add_argument("--refs", required=True)
+    parser.add_argument("--cands", required=True)
+    parser.add_argument("--out", default="-", help="output JSON file, or - for stdout")
+    parser.add_argument("--pooling", default=None, help="top-1..top-5, mean or max (default: from config)")
+    args = parser.parse_args(argv)
+    kwargs = {"pooling": args.pooling} if args.pooling else {}
+    scorer = I2CEScorer.from_checkpoint(args.checkpoint, **kwargs)
+    result = score_files(scorer, read_refs(args.refs), read_cands(args.cands))
+    if args.out == "-":
+        json.dump(result, sys.stdout, indent=1)
+        print()
+    else:
+        write_atomically(Path(args.out), result)
+        print(
+            f"scored {len(result['scores'])} captions, mean {result['corpus_score']:.4f} -> {args.out}",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def cli() -> None:
+    try:
+        sys.exit(main())
+    except CapsimError as error:
+        sys.exit(f"i2ce_jax.score: error: {error}")
+
+
+if __name__ == "__main__":
+    cli()
