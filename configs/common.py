@@ -65,3 +65,57 @@ def i2ce_loss(name: str) -> ml_collections.ConfigDict:
             alpha=1.0,
         )
     )
+
+
+def i2ce_files_config(arg: str | None, loss: str) -> ml_collections.ConfigDict:
+    """I2CE on caption files under ``data_dir`` (COCO and Flickr8k train captions).
+
+    Layout under data_dir: ``coco/captions_*.json`` (any COCO caption files) and
+    ``flickr8k/`` (Flickr8k.token.txt and the split lists). Flickr8k's test
+    images are never trained on. Arguments: data_dir, loss, reduction, weight
+    (λ2), epochs, glove ("" | "package" | a glove.*.txt path), runlocal.
+    """
+    arg = parse_arg(
+        arg,
+        data_dir="../shared/data",
+        loss=loss,
+        reduction="mean",
+        weight=-1.0,
+        epochs=4.0,
+        glove="",
+        runlocal=False,
+    )
+    config = ml_collections.ConfigDict()
+    trainer_defaults(config)
+    config.data = dict(
+        source="files",
+        data_dir=arg.data_dir,
+        coco_captions=("coco/captions_*.json",),
+        karpathy="",
+        karpathy_splits=("train", "restval"),
+        flickr8k_dir="flickr8k",
+        flickr8k_splits=("train",),
+        dev_images=500,
+        max_len=24,
+        min_count=3,
+        max_vocab=8000,
+    )
+    embed_dim = 50 if arg.glove else 128
+    config.model = dict(embed_dim=embed_dim, hidden_dim=256, dropout=0.0, glove=arg.glove)
+    config.loss = i2ce_loss(arg.loss)
+    config.loss.reduction = arg.reduction
+    if arg.weight >= 0:
+        config.loss.weight = arg.weight
+    config.num_epochs = arg.epochs
+    config.eval_every = 200
+    config.checkpoint_every = 400
+    config.early_stopping.patience = 4
+    config.scorer = dict(pooling="top-3", max_tokens=64)
+    config.eval = dict(include_meteor=True)
+    if arg.runlocal:
+        config.num_steps = 10
+        config.batch_size = 16
+        config.log_every = 5
+        config.eval_every = 5
+        config.data.dev_images = 50
+    return config

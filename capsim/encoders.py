@@ -1,0 +1,320 @@
+"""Flax NNX text encoders (BOW, GRU/LSTM, CNN) that map padded token ids to sentence vectors.
+
+Every encoder is called as ``encoder(ids, mask)`` with ``ids`` int32 [B, L] and ``mask`` bool
+[B, L] (True on real tokens) and returns float32 [B, encoder.out_dim]. PAD positions never reach
+the output, so the same sentence padded to any length gives the same vector.
+
+Dropout follows the NNX convention: modules start in training mode; call ``model.eval()`` (or
+use ``nnx.view(model, deterministic=True)``) for deterministic inference and ``model.train()``
+to switch back. Dropout keys come from the ``dropout`` stream of the ``rngs`` given at
+construction, falling back to its ``default`` stream.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+Array = jax.Array
+Carry = Any
+
+NORM_EPS = 1e-8
+BOW_MODES = ("sum", "mean")
+RNN_CELLS = ("gru", "lstm")
+CNN_POOLINGS = ("max", "mean")
+LSTM_CELL_TYPES = (nnx.LSTMCell, nnx.OptimizedLSTMCell)
+
+
+def _check_choice(kind: str, value: str, choices: Sequence[str]) -> None:
+    if value not in choices:
+        raise ValueError(f"unknown {kind} {value!r}; valid choices: {list(choices)}")
+
+
+def _make_embed(
+    vocab_size: int, embed_dim: int, embedding_init: np.ndarray | None, rngs: nnx.Rngs
+) -> nnx.Embed:
+    """A word-vector table, optionally started from pretrained vectors (e.g. GloVe)."""
+    if embedding_init is None:
+        return nnx.Embed(vocab_size, embed_dim, rngs=rngs)
+    table = np.asarray(embedding_init, np.float32)
+    if table.shape != (vocab_size, embed_dim):
+        raise ValueError(
+            f"embedding_init has shape {table.shape}, expected (vocab_size, embed_dim) = "
+            f"({vocab_size}, {embed_dim})"
+        )
+    if not np.all(np.isfinite(table)):
+        raise ValueError("embedding_init contains NaN or infinite values")
+    return nnx.Embed(
+        vocab_size,
+        embed_dim,
+        embedding_init=lambda key, shape, dtype: jnp.asarray(table, dtype),
+        rngs=rngs,
+    )
+
+
+def _embed_masked(embed: nnx.Embed, ids: Array, mask: Array) -> Array:
+    """Word vectors [B, L, E] with PAD positions zeroed, whatever row the PAD id points to."""
+    return embed(ids) * mask[..., None].astype(jnp.float32)
+
+
+class BowEncoder(nnx.Module):
+    """VTFN's bag of words over the real tokens of each caption.
+
+    ``mode="sum"`` returns the L2-normalised sum of word vectors (unit norm; a caption with no
+    real token gives the zero vector). ``mode="mean"`` returns the plain average: normalising it
+    would reproduce the sum variant exactly, so the mean keeps its length (GloVe-average style).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_dim: int,
+        *,
+        mode: str = "sum",
+        rngs: nnx.Rngs,
+        embedding_init: np.ndarray | None = None,
+    ):
+        _check_choice("BOW mode", mode, BOW_MODES)
+        self.mode = mode
+        self.out_dim = embed_dim
+        self.embed = _make_embed(vocab_size, embed_dim, embedding_init, rngs)
+
+    def __call__(self, ids: Array, mask: Array) -> Array:
+        total = jnp.sum(_embed_masked(self.embed, ids, mask), axis=1)
+        if self.mode == "mean":
+            count = jnp.sum(mask, axis=1, keepdims=True).astype(jnp.float32)
+            return total / jnp.maximum(count, 1.0)
+        norm_sq = jnp.sum(total * total, axis=-1, keepdims=True)
+        return total / jnp.sqrt(jnp.maximum(norm_sq, NORM_EPS * NORM_EPS))
+
+
+def zero_carry(cell: nnx.Module, batch_size: int) -> Carry:
+    """All-zero initial carry for an NNX GRU cell ([B, H]) or LSTM cell ((c, h), each [B, H])."""
+    hidden = jnp.zeros((batch_size, cell.hidden_features), jnp.float32)
+    if isinstance(cell, LSTM_CELL_TYPES):
+        return (hidden, hidden)
+    return hidden
+
+
+def scan_rnn(
+    cell: Callable[[Carry, Array], tuple[Carry, Array]],
+    inputs: Array,
+    mask: Array,
+    carry: Carry,
+) -> tuple[Carry, Array]:
+    """Run an RNN cell over time, updating each sequence's carry only on its real tokens.
+
+    Args:
+      cell: any ``cell(carry, x_t) -> (new_carry, y_t)`` with x_t [B, E], e.g. ``nnx.GRUCell``
+        or ``nnx.OptimizedLSTMCell``; its parameters are only read, never written.
+      inputs: [B, L, E] batch-major inputs.
+      mask: bool [B, L], True on real steps. Where it is False the carry passes through
+        unchanged and the output is zero, so padding (anywhere, any amount) has no effect.
+      carry: the initial carry, a pytree of [B, ...] arrays (``zero_carry`` or, for a decoder,
+        the encoder's final state).
+
+    Returns:
+      ``(final_carry, outputs)``: the carry after each sequence's last real step, and the
+      per-step outputs [B, L, H] (zero at masked steps).
+    """
+
+    def step(carry: Carry, step_in: tuple[Array, Array]) -> tuple[Carry, Array]:
+        x_t, m_t = step_in
+        new_carry, y_t = cell(carry, x_t)
+        keep = m_t[:, None]
+        carry = jax.tree.map(lambda new, old: jnp.where(keep, new, old), new_carry, carry)
+        return carry, jnp.where(keep, y_t, 0.0)
+
+    time_major = (jnp.swapaxes(inputs, 0, 1), jnp.swapaxes(mask, 0, 1))
+    final_carry, outputs = jax.lax.scan(step, carry, time_major)
+    return final_carry, jnp.swapaxes(outputs, 0, 1)
+
+
+class RNNEncoder(nnx.Module):
+    """GRU or LSTM encoder; the sentence vector is the hidden state after the last real token.
+
+    Dropout (rate ``dropout``) is applied to the word vectors before the recurrence.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_dim: int,
+        hidden_dim: int,
+        *,
+        cell: str = "gru",
+        dropout: float = 0.0,
+        rngs: nnx.Rngs,
+        embedding_init: np.ndarray | None = None,
+    ):
+        _check_choice("RNN cell", cell, RNN_CELLS)
+        self.out_dim = hidden_dim
+        self.embed = _make_embed(vocab_size, embed_dim, embedding_init, rngs)
+        self.dropout = nnx.Dropout(dropout, rngs=rngs)
+        cell_type = nnx.GRUCell if cell == "gru" else nnx.OptimizedLSTMCell
+        self.cell = cell_type(embed_dim, hidden_dim, rngs=rngs)
+
+    def __call__(self, ids: Array, mask: Array) -> Array:
+        inputs = self.dropout(_embed_masked(self.embed, ids, mask))
+        final_carry, _ = scan_rnn(self.cell, inputs, mask, zero_carry(self.cell, ids.shape[0]))
+        if isinstance(self.cell, LSTM_CELL_TYPES):
+            _, hidden = final_carry
+            return hidden
+        return final_carry
+
+
+class CNNEncoder(nnx.Module):
+    """Convolutions of several widths, masked pooling over time, then a dense layer.
+
+    Each width gives one ReLU feature map with one window per token position ("SAME" padding over
+    PAD-zeroed word vectors, so a caption shorter than the width still has windows). Pooling runs
+    over real positions only ("max" masks PAD with -inf); the pooled maps are concatenated, pass
+    through dropout, and a dense layer maps them to ``out_dim``.
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_dim: int,
+        *,
+        widths: Sequence[int] = (1, 2, 3),
+        features: int = 128,
+        pooling: str = "max",
+        out_dim: int = 128,
+        dropout: float = 0.0,
+        rngs: nnx.Rngs,
+        embedding_init: np.ndarray | None = None,
+    ):
+        _check_choice("CNN pooling", pooling, CNN_POOLINGS)
+        if not widths or any(int(w) < 1 for w in widths):
+            raise ValueError(f"CNN widths must be a non-empty list of positive ints, got {widths}")
+        self.pooling = pooling
+        self.out_dim = out_dim
+        self.embed = _make_embed(vocab_size, embed_dim, embedding_init, rngs)
+        self.convs = nnx.List(
+            [
+                nnx.Conv(embed_dim, features, kernel_size=(int(w),), padding="SAME", rngs=rngs)
+                for w in widths
+            ]
+        )
+        self.dropout = nnx.Dropout(dropout, rngs=rngs)
+        self.dense = nnx.Linear(features * len(widths), out_dim, rngs=rngs)
+
+    def _pool(self, feature_map: Array, mask: Array) -> Array:
+        valid = mask[..., None]
+        if self.pooling == "mean":
+            count = jnp.sum(mask, axis=1, keepdims=True).astype(jnp.float32)
+            return jnp.sum(jnp.where(valid, feature_map, 0.0), axis=1) / jnp.maximum(count, 1.0)
+        pooled = jnp.max(jnp.where(valid, feature_map, -jnp.inf), axis=1)
+        return jnp.where(jnp.any(mask, axis=1, keepdims=True), pooled, 0.0)
+
+    def __call__(self, ids: Array, mask: Array) -> Array:
+        embedded = _embed_masked(self.embed, ids, mask)
+        pooled = [self._pool(nnx.relu(conv(embedded)), mask) for conv in self.convs]
+        return self.dense(self.dropout(jnp.concatenate(pooled, axis=-1)))
+
+
+EncoderFactory = Callable[..., nnx.Module]
+
+
+def _config_values(name: str, config: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    missing = [key for key in keys if key not in config]
+    if missing:
+        raise KeyError(f"encoder {name!r} needs config keys {missing}; it reads {list(keys)}")
+    return {key: config[key] for key in keys}
+
+
+def _build_bow(mode: str) -> EncoderFactory:
+    def build(
+        vocab_size: int,
+        config: Mapping[str, Any],
+        *,
+        rngs: nnx.Rngs,
+        embedding_init: np.ndarray | None,
+    ) -> nnx.Module:
+        values = _config_values(f"bow_{mode}", config, ("embed_dim",))
+        return BowEncoder(
+            vocab_size, values["embed_dim"], mode=mode, rngs=rngs, embedding_init=embedding_init
+        )
+
+    return build
+
+
+def _build_rnn(cell: str) -> EncoderFactory:
+    def build(
+        vocab_size: int,
+        config: Mapping[str, Any],
+        *,
+        rngs: nnx.Rngs,
+        embedding_init: np.ndarray | None,
+    ) -> nnx.Module:
+        values = _config_values(cell, config, ("embed_dim", "hidden_dim", "dropout"))
+        return RNNEncoder(
+            vocab_size,
+            values["embed_dim"],
+            values["hidden_dim"],
+            cell=cell,
+            dropout=values["dropout"],
+            rngs=rngs,
+            embedding_init=embedding_init,
+        )
+
+    return build
+
+
+CNN_CONFIG_KEYS = ("embed_dim", "cnn_widths", "cnn_features", "cnn_pooling", "out_dim", "dropout")
+
+
+def _build_cnn(
+    vocab_size: int,
+    config: Mapping[str, Any],
+    *,
+    rngs: nnx.Rngs,
+    embedding_init: np.ndarray | None,
+) -> nnx.Module:
+    values = _config_values("cnn", config, CNN_CONFIG_KEYS)
+    return CNNEncoder(
+        vocab_size,
+        values["embed_dim"],
+        widths=tuple(values["cnn_widths"]),
+        features=values["cnn_features"],
+        pooling=values["cnn_pooling"],
+        out_dim=values["out_dim"],
+        dropout=values["dropout"],
+        rngs=rngs,
+        embedding_init=embedding_init,
+    )
+
+
+ENCODERS: dict[str, EncoderFactory] = {
+    "bow_sum": _build_bow("sum"),
+    "bow_mean": _build_bow("mean"),
+    "gru": _build_rnn("gru"),
+    "lstm": _build_rnn("lstm"),
+    "cnn": _build_cnn,
+}
+
+
+def build_encoder(
+    name: str,
+    vocab_size: int,
+    config: Mapping[str, Any],
+    *,
+    rngs: nnx.Rngs,
+    embedding_init: np.ndarray | None = None,
+) -> nnx.Module:
+    """Build the encoder called ``name`` with sizes read from ``config``.
+
+    Keys read (all required, a missing one raises KeyError naming it):
+      - "bow_sum", "bow_mean": embed_dim
+      - "gru", "lstm": embed_dim, hidden_dim, dropout
+      - "cnn": embed_dim, cnn_widths, cnn_features, cnn_pooling, out_dim, dropout
+    """
+    if name not in ENCODERS:
+        raise KeyError(f"unknown encoder {name!r}; valid names: {sorted(ENCODERS)}")
+    return ENCODERS[name](vocab_size, config, rngs=rngs, embedding_init=embedding_init)
