@@ -28,7 +28,7 @@ from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
 from capsim.text import Vocab
 from capsim.train import mesh as mesh_lib
 from capsim.train.loop import restore_best_or_latest, train_loop
-from capsim.train.writers import is_main_process
+from capsim.train.writers import is_main_process, setup_logging
 from i2ce_jax.model import I2CEAutoencoder, build_model, make_loss_fn
 from i2ce_jax.scorer import VOCAB_FILE, I2CEScorer, encode_rows
 
@@ -178,7 +178,7 @@ _WORKDIR = flags.DEFINE_string("workdir", None, "Where checkpoints, logs and res
 def main(argv: list[str]) -> None:
     if len(argv) > 1:
         raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    logging.getLogger().setLevel(logging.INFO)
+    setup_logging()
     train_and_evaluate(_CONFIG.value, _WORKDIR.value)
 
 

@@ -33,9 +33,10 @@ class Checkpointer:
 
     def __init__(self, directory: str | Path, *, max_to_keep: int = 2, read_only: bool = False):
         self.directory = Path(directory).absolute()
-        options = ocp.CheckpointManagerOptions(
-            max_to_keep=max_to_keep, create=not read_only, read_only=read_only
-        )
+        if read_only:
+            options = ocp.CheckpointManagerOptions(read_only=True, save_interval_steps=0)
+        else:
+            options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True)
         self._manager = ocp.CheckpointManager(self.directory, options=options)
 
     def latest_step(self) -> int | None:

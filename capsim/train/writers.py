@@ -6,6 +6,7 @@ Only process 0 writes, so multi-host runs produce one set of files.
 from __future__ import annotations
 
 import json
+import logging
 import sys
 import time
 from collections.abc import Mapping
@@ -90,3 +91,25 @@ class Progress:
 def _format_seconds(seconds: float) -> str:
     seconds = round(seconds)
     return f"{seconds // 3600:d}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+_CHATTY_LIBRARIES = ("/orbax/", "/grain/", "/jax/", "/flax/", "/etils/")
+
+
+class _LibraryInfoFilter(logging.Filter):
+    """Drops INFO chatter of orbax, grain and jax; keeps their warnings and our own INFO."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.WARNING or not any(
+            lib in record.pathname for lib in _CHATTY_LIBRARIES
+        )
+
+
+def setup_logging(level: int = logging.INFO) -> None:
+    """INFO logs of this library on stderr, without per-checkpoint library noise."""
+    root = logging.getLogger()
+    root.setLevel(level)
+    if not root.handlers:
+        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s")
+    for handler in root.handlers:
+        handler.addFilter(_LibraryInfoFilter())

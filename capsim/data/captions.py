@@ -1,0 +1,240 @@
+"""Readers of the public caption corpora, all returning ``list[CaptionRecord]``.
+
+Caption text is kept raw (only stripped, with inner newlines turned into
+spaces): tokenisation belongs to ``capsim.text`` so every model and metric sees
+the same tokens whatever corpus they came from.
+
+Where the originals come from:
+  * COCO ``captions_{train,val}{2014,2017}.json``: https://cocodataset.org
+    (annotations_trainval2014.zip / annotations_trainval2017.zip).
+  * Karpathy ``dataset_{coco,flickr8k,flickr30k}.json``:
+    https://cs.stanford.edu/people/karpathy/deepimagesent/ (caption_datasets.zip).
+  * Flickr8k ``Flickr8k_text`` (token file and split lists): the University of
+    Illinois Flickr8k request form (Hodosh et al., 2013).
+  * TFDS ``coco_captions``: built by tensorflow_datasets (needs the [tf] extra).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from capsim.data.records import CaptionRecord
+from capsim.errors import CaptionError, DataFormatError
+
+_NEWLINE_RE = re.compile(r"\r\n|[\r\n]")
+_COCO_SPLIT_RE = re.compile(r"(train|val)20(14|17)")
+_FLICKR_ID_RE = re.compile(r"^(.+)#(\d+)$")
+UNSPLIT = "unsplit"
+FLICKR8K_TOKEN_FILE = "Flickr8k.token.txt"
+FLICKR8K_SPLIT_FILES = {
+    "train": "Flickr_8k.trainImages.txt",
+    "dev": "Flickr_8k.devImages.txt",
+    "test": "Flickr_8k.testImages.txt",
+}
+# The Illinois zip unpacks into this folder; a data_dir may point above it.
+FLICKR8K_TEXT_FOLDER = "Flickr8k_text"
+
+
+def clean_caption(text: str) -> str:
+    """Raw caption text with inner newlines made spaces and outer whitespace stripped."""
+    return _NEWLINE_RE.sub(" ", text).strip()
+
+
+def read_text_file(path: str | Path) -> str:
+    """The whole file decoded strictly as UTF-8; bad bytes are reported with their line."""
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError as error:
+        raise DataFormatError(path, "file does not exist") from error
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise DataFormatError(path, f"bytes are not valid UTF-8 ({error.reason})", line) from error
+
+
+def iter_lines(path: str | Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, line without its end-of-line) for each line of a text file."""
+    lines = read_text_file(path).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    for number, line in enumerate(lines, start=1):
+        yield number, line.removesuffix("\r")
+
+
+def read_json_file(path: str | Path) -> Any:
+    """Parsed JSON; malformed JSON is reported with the file and line."""
+    try:
+        return json.loads(read_text_file(path))
+    except json.JSONDecodeError as error:
+        raise DataFormatError(path, f"malformed JSON ({error.msg})", error.lineno) from error
+
+
+def _require(condition: bool, path: str | Path, message: str) -> None:
+    if not condition:
+        raise DataFormatError(path, message)
+
+
+def coco_split_from_name(path: str | Path) -> str:
+    """``train``/``val`` from a COCO file name such as ``captions_val2017.json``."""
+    match = _COCO_SPLIT_RE.search(Path(path).name)
+    return match.group(1) if match else UNSPLIT
+
+
+def read_coco_captions(path: str | Path, split: str | None = None) -> list[CaptionRecord]:
+    """Captions of a COCO ``captions_*.json`` file, one record per annotation."""
+    payload = read_json_file(path)
+    _require(
+        isinstance(payload, dict) and isinstance(payload.get("annotations"), list),
+        path,
+        "expected a JSON object with an 'annotations' list",
+    )
+    split = split or coco_split_from_name(path)
+    records = []
+    for index, annotation in enumerate(payload["annotations"]):
+        try:
+            image_id, caption_id, caption = (
+                annotation["image_id"], annotation["id"], annotation["caption"])
+            record = CaptionRecord(
+                str(int(image_id)), str(int(caption_id)), clean_caption(caption), split)
+        except (KeyError, TypeError, ValueError, AttributeError) as error:
+            raise DataFormatError(
+                path, f"annotation #{index} ({annotation!r:.120}) lacks a valid "
+                f"image_id/id/caption ({error!r})") from error
+        records.append(record)
+    return records
+
+
+def read_karpathy(path: str | Path) -> list[CaptionRecord]:
+    """Captions of a Karpathy ``dataset_*.json`` file with its train/val/test/restval split."""
+    payload = read_json_file(path)
+    _require(
+        isinstance(payload, dict) and isinstance(payload.get("images"), list),
+        path,
+        "expected a JSON object with an 'images' list",
+    )
+    records = []
+    for index, image in enumerate(payload["images"]):
+        try:
+            image_id = str(image["cocoid"]) if "cocoid" in image else image["filename"]
+            split = image["split"]
+            records.extend(
+                CaptionRecord(image_id, str(sentence["sentid"]), clean_caption(sentence["raw"]),
+                              split)
+                for sentence in image["sentences"]
+            )
+        except (KeyError, TypeError, AttributeError) as error:
+            raise DataFormatError(
+                path, f"image #{index} ({str(image)[:120]}) lacks a valid "
+                f"cocoid/filename, split or sentences[raw, sentid] ({error!r})") from error
+    return records
+
+
+def split_flickr8k_id(caption_id: str) -> tuple[str, int] | None:
+    """``('img.jpg', 2)`` from ``'img.jpg#2'``, or None when the id has no ``#n``."""
+    match = _FLICKR_ID_RE.match(caption_id)
+    return (match.group(1), int(match.group(2))) if match else None
+
+
+def read_flickr8k_tokens(token_file: str | Path) -> dict[str, str]:
+    """Caption id (``<image>#<n>``) -> cleaned caption text, in file order."""
+    captions: dict[str, str] = {}
+    for number, line in iter_lines(token_file):
+        fields = line.split("\t")
+        if len(fields) != 2:
+            raise DataFormatError(
+                token_file, f"expected '<image>#<n><TAB><caption>', found {len(fields) - 1} tabs",
+                number)
+        caption_id, text = fields
+        if split_flickr8k_id(caption_id) is None:
+            raise DataFormatError(
+                token_file, f"caption id {caption_id!r} does not end in '#<n>'", number)
+        if caption_id in captions:
+            raise DataFormatError(token_file, f"caption id {caption_id!r} appears twice", number)
+        captions[caption_id] = clean_caption(text)
+    return captions
+
+
+def _read_flickr8k_splits(split_files: Mapping[str, str | Path]) -> dict[str, str]:
+    image_split: dict[str, str] = {}
+    for split, split_path in split_files.items():
+        for number, line in iter_lines(split_path):
+            image = line.strip()
+            if not image:
+                continue
+            if image in image_split:
+                raise DataFormatError(
+                    split_path, f"image {image!r} is already in split {image_split[image]!r}",
+                    number)
+            image_split[image] = split
+    return image_split
+
+
+def read_flickr8k(
+    token_file: str | Path, split_files: Mapping[str, str | Path] | None = None
+) -> list[CaptionRecord]:
+    """Flickr8k captions; images listed in no split file get split ``unsplit``.
+
+    Image names are kept exactly as written (including the ``.jpg.1`` quirk).
+    """
+    image_split = _read_flickr8k_splits(split_files or {})
+    records = []
+    for caption_id, text in read_flickr8k_tokens(token_file).items():
+        image, _ = split_flickr8k_id(caption_id)
+        records.append(CaptionRecord(image, caption_id, text, image_split.get(image, UNSPLIT)))
+    return records
+
+
+def _find_in(data_dir: Path, name: str) -> Path:
+    for folder in (data_dir, data_dir / FLICKR8K_TEXT_FOLDER):
+        if (folder / name).is_file():
+            return folder / name
+    raise DataFormatError(data_dir, f"no {name} here or in {FLICKR8K_TEXT_FOLDER}/")
+
+
+def read_flickr8k_dir(data_dir: str | Path) -> list[CaptionRecord]:
+    """Flickr8k from a folder holding the token file and the three split lists."""
+    data_dir = Path(data_dir)
+    return read_flickr8k(
+        _find_in(data_dir, FLICKR8K_TOKEN_FILE),
+        {split: _find_in(data_dir, name) for split, name in FLICKR8K_SPLIT_FILES.items()},
+    )
+
+
+TF_INSTALL_HINT = "pip install -e '.[tf]'"
+
+
+def load_tfds_coco_captions(split: str, data_dir: str | None = None) -> list[CaptionRecord]:
+    """COCO captions with Karpathy splits (train/val/test/restval) via TFDS ``coco_captions``.
+
+    TFDS downloads and prepares the dataset on first use (as ``tfds.load`` does);
+    images are not decoded. ``split`` may carry a TFDS slice such as ``"train[:1%]"``.
+    """
+    try:
+        import tensorflow  # noqa: F401  (TFDS's coco_captions builder needs it)
+    except ImportError as error:
+        raise ImportError(
+            "load_tfds_coco_captions needs TensorFlow for TFDS's coco_captions builder; "
+            f"install it with: {TF_INSTALL_HINT}") from error
+    import tensorflow_datasets as tfds
+
+    builder = tfds.builder("coco_captions", data_dir=data_dir)
+    builder.download_and_prepare()
+    dataset = builder.as_dataset(split=split, decoders={"image": tfds.decode.SkipDecoding()})
+    split_name = split.split("[")[0]
+    records = []
+    for example in tfds.as_numpy(dataset):
+        image_id = str(int(example["image/id"]))
+        captions = example["captions"]
+        for caption_id, raw in zip(captions["id"], captions["text"], strict=True):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                raise CaptionError(int(caption_id), "caption bytes are not valid UTF-8") from error
+            records.append(
+                CaptionRecord(image_id, str(int(caption_id)), clean_caption(text), split_name))
+    return records

@@ -1,0 +1,400 @@
+"""Readers of human judgments of image captions, the ground truth for metric evaluation.
+
+Every reader returns plain records (``Judgment`` for absolute scores,
+``PairJudgment`` for pairwise preferences) so the correlation harness never
+needs to know which benchmark a score came from.
+
+Where the originals come from:
+  * Flickr8k-Expert / Flickr8k-CF (``ExpertAnnotations.txt``,
+    ``CrowdFlowerAnnotations.txt``): the Flickr8k_text package (Hodosh et al., 2013).
+  * THumB 1.0 (Kasai et al., 2022): github.com/jungokasai/THumB, ``mscoco/``.
+  * PASCAL-50S (Vedantam et al., 2015): the CIDEr release, ``pair_pascal.mat`` and
+    ``consensus_pascal.mat``.
+  * Composite (Aditya et al., 2015): the AMT result CSVs (``*_correctness.csv``,
+    ``*_throughness.csv``).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.io
+
+from capsim.data.captions import iter_lines, read_flickr8k_tokens, read_text_file, split_flickr8k_id
+from capsim.errors import DataFormatError
+
+
+@dataclasses.dataclass(frozen=True)
+class Judgment:
+    """One human score of one candidate caption for one image."""
+
+    image_id: str
+    candidate: str
+    candidate_id: str | None
+    references: tuple[str, ...]
+    score: float
+    rater: int | None = None
+    system: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class PairJudgment:
+    """Human preference between two candidate captions of one image.
+
+    ``preference`` is the fraction of votes for ``candidate_a`` (0.5 is a tie).
+    """
+
+    image_id: str
+    candidate_a: str
+    candidate_b: str
+    references: tuple[str, ...]
+    preference: float
+    category: str
+
+
+def _parse_score(
+    text: str, path: str | Path, line: int, what: str, low: float, high: float
+) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not low <= value <= high:
+        raise DataFormatError(path, f"{what} {text!r} is not a number in [{low}, {high}]", line)
+    return value
+
+
+# --------------------------------------------------------------------------- Flickr8k
+
+EXPERT_FIELDS = 5  # query image, caption id, three expert scores
+EXPERT_SCORE_RANGE = (1.0, 4.0)
+CF_FIELDS = 5  # query image, caption id, fraction "yes", count yes, count no
+CF_SCORE_RANGE = (0.0, 1.0)
+
+
+def _flickr8k_references(captions: Mapping[str, str]) -> dict[str, tuple[str, ...]]:
+    """Image -> its captions in ``#0..#n`` order."""
+    numbered: dict[str, list[tuple[int, str]]] = {}
+    for caption_id, text in captions.items():
+        image, number = split_flickr8k_id(caption_id)
+        numbered.setdefault(image, []).append((number, text))
+    return {image: tuple(text for _, text in sorted(pairs)) for image, pairs in numbered.items()}
+
+
+def _flickr8k_rows(
+    annotations_path: str | Path, token_file: str | Path, n_fields: int, skip_own_references: bool
+) -> Iterator[tuple[int, str, str, str, tuple[str, ...], list[str]]]:
+    """(line, query image, candidate id, candidate text, references, score fields) per kept row."""
+    captions = read_flickr8k_tokens(token_file)
+    references = _flickr8k_references(captions)
+    for number, line in iter_lines(annotations_path):
+        fields = line.split("\t")
+        if len(fields) != n_fields:
+            raise DataFormatError(
+                annotations_path, f"expected {n_fields} tab-separated fields, found {len(fields)}",
+                number)
+        image, candidate_id = fields[0], fields[1]
+        if candidate_id not in captions:
+            raise DataFormatError(
+                annotations_path, f"caption id {candidate_id!r} is not in {token_file}", number)
+        if image not in references:
+            raise DataFormatError(
+                annotations_path, f"query image {image!r} has no captions in {token_file}", number)
+        if skip_own_references and split_flickr8k_id(candidate_id)[0] == image:
+            continue
+        yield number, image, candidate_id, captions[candidate_id], references[image], fields[2:]
+
+
+def read_flickr8k_expert(
+    annotations_path: str | Path, token_file: str | Path, *, skip_own_references: bool = True
+) -> list[Judgment]:
+    """Flickr8k-Expert, one Judgment per expert rating (rater 0, 1, 2), as in CLIPScore.
+
+    ``skip_own_references`` drops rows whose candidate is one of the query
+    image's own captions (it would be scored against itself).
+    """
+    judgments = []
+    for number, image, candidate_id, candidate, references, scores in _flickr8k_rows(
+        annotations_path, token_file, EXPERT_FIELDS, skip_own_references
+    ):
+        for rater, text in enumerate(scores):
+            score = _parse_score(text, annotations_path, number, "expert score", *EXPERT_SCORE_RANGE)
+            judgments.append(Judgment(image, candidate, candidate_id, references, score, rater))
+    return judgments
+
+
+def read_flickr8k_cf(
+    annotations_path: str | Path, token_file: str | Path, *, skip_own_references: bool = True
+) -> list[Judgment]:
+    """Flickr8k-CF (CrowdFlower): score = fraction of "yes, it describes the image" votes."""
+    judgments = []
+    for number, image, candidate_id, candidate, references, fields in _flickr8k_rows(
+        annotations_path, token_file, CF_FIELDS, skip_own_references
+    ):
+        score = _parse_score(fields[0], annotations_path, number, "yes fraction", *CF_SCORE_RANGE)
+        for count in fields[1:]:
+            if not count.isdigit():
+                raise DataFormatError(
+                    annotations_path, f"vote count {count!r} is not a whole number", number)
+        judgments.append(Judgment(image, candidate, candidate_id, references, score))
+    return judgments
+
+
+# --------------------------------------------------------------------------- THumB
+
+THUMB_SCORE_KEY = "human_score"  # (P + R) / 2 plus the Flu/Con/Inc penalties
+
+
+def _iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    for number, line in iter_lines(path):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise DataFormatError(path, f"malformed JSON ({error.msg})", number) from error
+        if not isinstance(row, dict):
+            raise DataFormatError(path, "expected a JSON object", number)
+        yield number, row
+
+
+def _thumb_references(path: str | Path) -> dict[str, tuple[str, ...]]:
+    references = {}
+    for number, row in _iter_jsonl(path):
+        refs = row.get("refs")
+        if "seg_id" not in row or not isinstance(refs, list) or not all(
+            isinstance(ref, str) for ref in refs
+        ):
+            raise DataFormatError(path, "expected {'seg_id': ..., 'refs': [str, ...]}", number)
+        references[str(row["seg_id"])] = tuple(ref.strip() for ref in refs)
+    return references
+
+
+def read_thumb(
+    jsonl_path: str | Path, references_path: str | Path | None = None
+) -> list[Judgment]:
+    """THumB 1.0 MSCOCO (``mscoco_THumB-1.0.jsonl``), one Judgment per (image, system).
+
+    Rows carry ``SYS``, ``seg_id`` (the COCO image id), ``hyp``, ``image`` and
+    the rubric scores ``P``, ``R``, ``Fl``, ``Con``, ``Inc`` and their total
+    ``human_score``, which becomes ``score``. References come from
+    ``mscoco_references.json`` (JSON lines ``{"seg_id", "refs"}``); without it
+    ``references`` is empty and the caller joins COCO captions on ``image_id``.
+    """
+    references = _thumb_references(references_path) if references_path is not None else None
+    judgments = []
+    for number, row in _iter_jsonl(jsonl_path):
+        try:
+            seg_id, system, hyp = str(row["seg_id"]), row["SYS"], row["hyp"]
+            score = float(row[THUMB_SCORE_KEY])
+        except (KeyError, TypeError, ValueError) as error:
+            raise DataFormatError(
+                jsonl_path, f"row lacks a valid seg_id/SYS/hyp/{THUMB_SCORE_KEY} ({error!r})",
+                number) from error
+        if not isinstance(hyp, str) or not math.isfinite(score):
+            raise DataFormatError(jsonl_path, "hyp must be text and the score finite", number)
+        if references is None:
+            image_refs: tuple[str, ...] = ()
+        elif seg_id in references:
+            image_refs = references[seg_id]
+        else:
+            raise DataFormatError(
+                jsonl_path, f"seg_id {seg_id!r} has no references in {references_path}", number)
+        judgments.append(Judgment(
+            image_id=seg_id, candidate=hyp.strip(), candidate_id=f"{seg_id}#{system}",
+            references=image_refs, score=score, system=str(system)))
+    return judgments
+
+
+# --------------------------------------------------------------------------- PASCAL-50S
+
+PASCAL_CATEGORIES = {1: "HC", 2: "HI", 3: "HM", 4: "MM"}
+PASCAL_CONSENSUS_FILE = "consensus_pascal.mat"
+VOTE_FOR_B = 1  # a triplet's winner field: 1 means its B sentence, -1 its C sentence
+VOTE_FOR_C = -1
+
+
+def _mat_value(value: Any) -> Any:
+    """A Python scalar or str out of MATLAB's nested 1x1 cell/char/number wrappers."""
+    while isinstance(value, np.ndarray):
+        if value.size != 1:
+            raise ValueError(f"expected a single value, found an array of shape {value.shape}")
+        value = value.reshape(-1)[0]
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _mat_record(value: Any, n_fields: int) -> list[Any]:
+    """The fields of one struct element or cell row, whichever layout the file uses."""
+    while isinstance(value, np.ndarray) and value.size == 1 and (
+        value.dtype == object or value.dtype.names
+    ):
+        value = value.reshape(-1)[0]
+    if isinstance(value, np.void):
+        fields = [value[index] for index in range(len(value))]
+    elif isinstance(value, np.ndarray):
+        fields = list(value.reshape(-1))
+    else:
+        raise ValueError(f"expected a struct or cell of {n_fields} fields, found {type(value)}")
+    if len(fields) != n_fields:
+        raise ValueError(f"expected {n_fields} fields, found {len(fields)}")
+    return [_mat_value(field) for field in fields]
+
+
+def _load_mat(path: str | Path, keys: Sequence[str]) -> dict[str, np.ndarray]:
+    try:
+        contents = scipy.io.loadmat(str(path))
+    except FileNotFoundError as error:
+        raise DataFormatError(path, "file does not exist") from error
+    except (scipy.io.matlab.MatReadError, ValueError, TypeError, OSError,
+            NotImplementedError) as error:
+        raise DataFormatError(path, f"not a readable MATLAB .mat file ({error})") from error
+    missing = [key for key in keys if key not in contents]
+    if missing:
+        raise DataFormatError(path, f"missing variables {missing}")
+    return {key: contents[key] for key in keys}
+
+
+def _pascal_votes(
+    consensus_path: str | Path, pairs: list[tuple[str, str, str]]
+) -> tuple[list[float], list[tuple[str, ...]]]:
+    """Per pair: the fraction of triplet votes for candidate a, and the triplets' references."""
+    triplets = _load_mat(consensus_path, ["triplets"])["triplets"].reshape(-1)
+    if not pairs or len(triplets) % len(pairs):
+        raise DataFormatError(
+            consensus_path, f"{len(triplets)} triplets do not split evenly over {len(pairs)} pairs")
+    per_pair = len(triplets) // len(pairs)
+    preferences, references = [], []
+    for index, (_, a, b) in enumerate(pairs):
+        votes_a, refs = 0, []
+        for offset in range(index * per_pair, (index + 1) * per_pair):
+            try:
+                ref, first, second, winner = _mat_record(triplets[offset], 4)
+                ref, first, second = ref.strip(), first.strip(), second.strip()
+            except (ValueError, AttributeError) as error:
+                raise DataFormatError(consensus_path, f"triplet {offset}: {error}") from error
+            if {first, second} != {a, b} or winner not in (VOTE_FOR_B, VOTE_FOR_C):
+                raise DataFormatError(
+                    consensus_path,
+                    f"triplet {offset} ({first!r} vs {second!r}, winner {winner!r}) does not "
+                    f"match pair {index} ({a!r} vs {b!r}) with a winner of 1 or -1")
+            chosen = first if winner == VOTE_FOR_B else second
+            votes_a += chosen == a
+            refs.append(ref)
+        preferences.append(votes_a / per_pair)
+        references.append(tuple(refs))
+    return preferences, references
+
+
+def read_pascal50s(
+    mat_path: str | Path,
+    references: Mapping[str, Sequence[str]] | None = None,
+    *,
+    consensus_path: str | Path | None = None,
+) -> list[PairJudgment]:
+    """PASCAL-50S caption pairs with the fraction of human votes preferring candidate a.
+
+    ``pair_pascal.mat`` holds ``new_input`` (per pair: image file name, caption
+    a, caption b), ``category`` (1..4 = HC, HI, HM, MM) and ``new_data`` (the
+    two captions' sources, unused here). The human votes live in
+    ``consensus_pascal.mat`` (default: beside ``mat_path``): ``triplets``, 48 per
+    pair in pair order, each (reference A, sentence B, sentence C, winner) where
+    winner 1 picks B and -1 picks C. References default to the triplets' A
+    sentences; pass ``references`` (image file name -> captions) to override them.
+    """
+    mat = _load_mat(mat_path, ["new_input", "category"])
+    pairs = []
+    for index, element in enumerate(mat["new_input"].reshape(-1)):
+        try:
+            image, a, b = (str(field).strip() for field in _mat_record(element, 3))
+        except ValueError as error:
+            raise DataFormatError(mat_path, f"new_input pair {index}: {error}") from error
+        pairs.append((image, a, b))
+    codes = mat["category"].reshape(-1)
+    if len(codes) != len(pairs):
+        raise DataFormatError(mat_path, f"{len(codes)} categories for {len(pairs)} pairs")
+    categories = []
+    for index, code in enumerate(codes):
+        if int(code) not in PASCAL_CATEGORIES:
+            raise DataFormatError(mat_path, f"pair {index} has category {code!r}, not 1..4")
+        categories.append(PASCAL_CATEGORIES[int(code)])
+
+    consensus_path = consensus_path or Path(mat_path).with_name(PASCAL_CONSENSUS_FILE)
+    preferences, vote_references = _pascal_votes(consensus_path, pairs)
+    judgments = []
+    for index, ((image, a, b), category) in enumerate(zip(pairs, categories, strict=True)):
+        if references is None:
+            image_refs = vote_references[index]
+        elif image in references:
+            image_refs = tuple(references[image])
+        else:
+            raise DataFormatError(mat_path, f"pair {index}: image {image!r} has no references")
+        judgments.append(PairJudgment(image, a, b, image_refs, preferences[index], category))
+    return judgments
+
+
+# --------------------------------------------------------------------------- Composite
+
+COMPOSITE_IMAGE_COLUMN = "Input.image_url"
+COMPOSITE_TEXT_COLUMN = "Input.text{}"
+COMPOSITE_ANSWER_COLUMN = "Answer.Q{}Answer"
+COMPOSITE_SCORE_RANGE = (1.0, 5.0)
+
+
+def read_composite_csv(
+    path: str | Path, references: Mapping[str, Sequence[str]] | None = None
+) -> list[Judgment]:
+    """Composite (Aditya et al., 2015) AMT results: one Judgment per rated caption.
+
+    Accepted columns (the published files, ``;``-separated; ``,`` also works):
+    ``Input.image_url``, and for k = 1, 2, ...: ``Input.text{k}`` (a caption) with
+    ``Answer.Q{k}Answer`` (its 1-5 correctness or thoroughness score). Other
+    columns are ignored, and a slot with an empty caption or answer is unrated
+    and skipped. ``image_id`` is the file name of the image URL. The CSV holds
+    no references: pass ``references`` (image file name -> captions) to attach
+    them, otherwise ``references`` is empty.
+    """
+    text = read_text_file(path)
+    header_line = text.split("\n", 1)[0]
+    delimiter = ";" if header_line.count(";") > header_line.count(",") else ","
+    reader = csv.DictReader(io.StringIO(text, newline=""), delimiter=delimiter)
+    columns = reader.fieldnames or []
+    slots = []
+    while COMPOSITE_TEXT_COLUMN.format(len(slots) + 1) in columns:
+        slots.append(len(slots) + 1)
+    if COMPOSITE_IMAGE_COLUMN not in columns or not slots or any(
+        COMPOSITE_ANSWER_COLUMN.format(slot) not in columns for slot in slots
+    ):
+        raise DataFormatError(
+            path, f"header needs {COMPOSITE_IMAGE_COLUMN} and matching "
+            f"{COMPOSITE_TEXT_COLUMN.format('k')}/{COMPOSITE_ANSWER_COLUMN.format('k')} columns, "
+            f"found {columns}", 1)
+    judgments = []
+    for row in reader:
+        line = reader.line_num
+        url = (row[COMPOSITE_IMAGE_COLUMN] or "").strip()
+        if not url:
+            raise DataFormatError(path, f"empty {COMPOSITE_IMAGE_COLUMN}", line)
+        image_id = url.rstrip("/").rsplit("/", 1)[-1]
+        if references is None:
+            image_refs: tuple[str, ...] = ()
+        elif image_id in references:
+            image_refs = tuple(references[image_id])
+        else:
+            raise DataFormatError(path, f"image {image_id!r} has no references", line)
+        for slot in slots:
+            caption = (row[COMPOSITE_TEXT_COLUMN.format(slot)] or "").strip()
+            answer = (row[COMPOSITE_ANSWER_COLUMN.format(slot)] or "").strip()
+            if not caption or not answer:
+                continue
+            score = _parse_score(
+                answer, path, line, COMPOSITE_ANSWER_COLUMN.format(slot), *COMPOSITE_SCORE_RANGE)
+            judgments.append(Judgment(image_id, caption, f"{image_id}#{slot}", image_refs, score))
+    return judgments
