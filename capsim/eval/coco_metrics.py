@@ -1,0 +1,101 @@
+"""The COCO caption metrics in one call, saying which could not run and why.
+
+BLEU, ROUGE-L and CIDEr come from capsim.eval.ngram (pure Python/NumPy).
+METEOR has no faithful reimplementation here: it needs pycocoevalcap's
+meteor-1.5.jar and Java. SPICE is never offered, because pycocoevalcap's
+SPICE downloads Stanford CoreNLP on first use and this library must work
+offline. Skipped metrics are reported, not silently dropped from tables.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+
+import numpy as np
+
+from capsim.errors import CaptionError
+from capsim.eval.ngram import Candidates, References, compute_ngram_metrics, paired_captions
+
+JAVA_EXECUTABLE = "java"
+PYCOCOEVALCAP_MODULE = "pycocoevalcap"
+# METEOR's stdin protocol separates fields with " ||| " and records with newlines.
+METEOR_FIELD_SEPARATOR = "|||"
+
+
+class MetricUnavailable(RuntimeError):
+    """A metric cannot run in this environment (missing Java or package)."""
+
+
+def _meteor_unavailable_reason() -> str | None:
+    missing = []
+    if shutil.which(JAVA_EXECUTABLE) is None:
+        missing.append("Java ('java' is not on PATH; install a JRE)")
+    if importlib.util.find_spec(PYCOCOEVALCAP_MODULE) is None:
+        missing.append("pycocoevalcap (pip install 'capsim[baselines]')")
+    if not missing:
+        return None
+    return "METEOR needs pycocoevalcap's meteor-1.5.jar run by Java; missing: " + ", ".join(missing)
+
+
+def meteor_available() -> bool:
+    """True when Java is on PATH and pycocoevalcap is importable."""
+    return _meteor_unavailable_reason() is None
+
+
+def spice_unavailable_reason() -> str:
+    """Why SPICE is never computed here."""
+    return (
+        "SPICE is not offered: pycocoevalcap's SPICE downloads Stanford CoreNLP "
+        "(about 1 GB) on first use, and scoring here must work offline"
+    )
+
+
+def compute_meteor(gts: References, res: Candidates) -> np.ndarray:
+    """Per-caption METEOR 1.5 from pycocoevalcap, in the order of ``res``.
+
+    Raises MetricUnavailable when Java or pycocoevalcap is missing, and
+    CaptionError for a caption that would corrupt METEOR's line protocol.
+    """
+    reason = _meteor_unavailable_reason()
+    if reason is not None:
+        raise MetricUnavailable(reason)
+    ids, candidates, references = paired_captions(gts, res)
+    for caption_id, candidate, refs in zip(ids, candidates, references, strict=True):
+        for text in (candidate, *refs):
+            if "\n" in text or "\r" in text or METEOR_FIELD_SEPARATOR in text:
+                raise CaptionError(
+                    caption_id,
+                    f"caption {text!r} holds a line break or {METEOR_FIELD_SEPARATOR!r}, "
+                    "which METEOR's protocol cannot carry",
+                )
+    from pycocoevalcap.meteor.meteor import Meteor
+
+    meteor_gts = dict(zip(ids, references, strict=True))
+    meteor_res = {caption_id: [text] for caption_id, text in zip(ids, candidates, strict=True)}
+    scorer = Meteor()
+    try:
+        _, scores = scorer.compute_score(meteor_gts, meteor_res)
+    finally:
+        del scorer  # pycocoevalcap's Meteor stops its Java process when collected.
+    return np.asarray(scores, dtype=np.float64)
+
+
+def compute_caption_metrics(
+    gts: References, res: Candidates, *, include_meteor: bool = True
+) -> tuple[dict[str, np.ndarray], dict[str, str]]:
+    """Per-caption BLEU-1..4, ROUGE-L, CIDEr and, when it can run, METEOR.
+
+    Returns (metric -> per-caption scores in the order of ``res``, metric ->
+    reason it was skipped). SPICE is always among the skipped.
+    """
+    scores = compute_ngram_metrics(gts, res)
+    skipped = {"SPICE": spice_unavailable_reason()}
+    meteor_reason = _meteor_unavailable_reason()
+    if not include_meteor:
+        skipped["METEOR"] = "not requested (include_meteor=False)"
+    elif meteor_reason is not None:
+        skipped["METEOR"] = meteor_reason
+    else:
+        scores["METEOR"] = compute_meteor(gts, res)
+    return scores, skipped

@@ -1,0 +1,146 @@
+"""Correlations between metric scores and human judgments, and tables of them.
+
+Caption metrics are judged by rank agreement with people: Kendall tau-c at
+caption level (the Flickr8k-Expert convention), tau-b, Spearman and Pearson
+beside it, the same correlations between per-system means, and the
+metric-by-metric matrix. Inputs are checked first, so a NaN score or a
+misaligned list fails loudly instead of turning into a NaN correlation.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+from scipy import stats
+
+MIN_ITEMS = 2
+MIN_SYSTEMS = 3
+TABLE_FLOAT_FORMAT = "{:.2f}"
+SYSTEM_LEVEL_CORRELATIONS = ("kendall_tau_b", "spearman", "pearson")
+
+
+def _checked_pair(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    """Both inputs as float arrays after checking shape, length and finiteness."""
+    arrays = {"x": np.asarray(x, dtype=np.float64), "y": np.asarray(y, dtype=np.float64)}
+    for name, values in arrays.items():
+        if values.ndim != 1:
+            raise ValueError(f"{name} must be one-dimensional, got shape {values.shape}")
+    if arrays["x"].size != arrays["y"].size:
+        raise ValueError(
+            f"length mismatch: x has {arrays['x'].size} items, y has {arrays['y'].size}"
+        )
+    if arrays["x"].size < MIN_ITEMS:
+        raise ValueError(f"need at least {MIN_ITEMS} items to correlate, got {arrays['x'].size}")
+    for name, values in arrays.items():
+        non_finite = np.flatnonzero(~np.isfinite(values))
+        if non_finite.size:
+            index = non_finite[0]
+            raise ValueError(f"{name}[{index}] is not finite ({values[index]})")
+    return arrays["x"], arrays["y"]
+
+
+def kendall_tau(x: Sequence[float], y: Sequence[float], variant: str = "c") -> float:
+    """Kendall tau-b or tau-c (scipy.stats.kendalltau). A constant input gives NaN."""
+    if variant not in ("b", "c"):
+        raise ValueError(f"Kendall tau variant must be 'b' or 'c', got {variant!r}")
+    x, y = _checked_pair(x, y)
+    return float(stats.kendalltau(x, y, variant=variant).statistic)
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+    """Spearman rank correlation. A constant input gives NaN."""
+    x, y = _checked_pair(x, y)
+    return float(stats.spearmanr(x, y).statistic)
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> float:
+    """Pearson correlation. A constant input gives NaN."""
+    x, y = _checked_pair(x, y)
+    return float(stats.pearsonr(x, y).statistic)
+
+
+CORRELATIONS: dict[str, Callable[[Sequence[float], Sequence[float]], float]] = {
+    "kendall_tau_b": functools.partial(kendall_tau, variant="b"),
+    "kendall_tau_c": functools.partial(kendall_tau, variant="c"),
+    "spearman": spearman,
+    "pearson": pearson,
+}
+
+
+def correlations(x: Sequence[float], y: Sequence[float]) -> dict[str, float]:
+    """Kendall tau-b, tau-c, Spearman and Pearson of x against y."""
+    return {name: correlate(x, y) for name, correlate in CORRELATIONS.items()}
+
+
+def system_level_agreement(
+    metric_scores: Mapping[str, Sequence[float]],
+    human_scores: Sequence[float],
+    systems: Sequence[str],
+) -> dict[str, dict[str, float]]:
+    """Correlates per-system means of each metric with per-system mean human scores.
+
+    ``systems[i]`` names the system that produced item i. Returns, per metric,
+    Kendall tau-b, Spearman and Pearson across systems (at least MIN_SYSTEMS).
+    """
+    systems = list(systems)
+    if len(systems) != len(human_scores):
+        raise ValueError(f"{len(systems)} system labels for {len(human_scores)} human scores")
+    names, system_of_item = np.unique(np.asarray(systems, dtype=object), return_inverse=True)
+    if len(names) < MIN_SYSTEMS:
+        raise ValueError(f"need at least {MIN_SYSTEMS} systems, got {len(names)}: {list(names)}")
+    items_per_system = np.bincount(system_of_item)
+
+    def system_means(values: np.ndarray) -> np.ndarray:
+        return np.bincount(system_of_item, weights=values) / items_per_system
+
+    agreement = {}
+    for metric, scores in metric_scores.items():
+        try:
+            scores, human = _checked_pair(scores, human_scores)
+        except ValueError as error:
+            raise ValueError(f"metric {metric!r} against human scores: {error}") from error
+        metric_means, human_means = system_means(scores), system_means(human)
+        agreement[metric] = {
+            name: CORRELATIONS[name](metric_means, human_means)
+            for name in SYSTEM_LEVEL_CORRELATIONS
+        }
+    return agreement
+
+
+def correlation_matrix(
+    metric_scores: Mapping[str, Sequence[float]], method: str = "kendall_tau_c"
+) -> tuple[list[str], np.ndarray]:
+    """The symmetric metric-by-metric correlation matrix, with its row/column names.
+
+    The diagonal is computed like any other cell, so with tied scores Kendall
+    tau-c of a metric with itself is below 1.
+    """
+    if method not in CORRELATIONS:
+        raise ValueError(f"unknown correlation {method!r}: use one of {sorted(CORRELATIONS)}")
+    correlate = CORRELATIONS[method]
+    names = list(metric_scores)
+    matrix = np.empty((len(names), len(names)))
+    for row, first in enumerate(names):
+        for column in range(row, len(names)):
+            value = correlate(metric_scores[first], metric_scores[names[column]])
+            matrix[row, column] = matrix[column, row] = value
+    return names, matrix
+
+
+def _table_cell(value: object) -> str:
+    if isinstance(value, float | np.floating):
+        return TABLE_FLOAT_FORMAT.format(value)
+    return str(value).replace("|", "\\|")
+
+
+def format_table(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
+    """A markdown table of ``rows`` restricted to ``columns``; floats get 2 decimals."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    for index, row in enumerate(rows):
+        missing = [column for column in columns if column not in row]
+        if missing:
+            raise ValueError(f"table row {index} has no value for column(s) {missing}")
+        lines.append("| " + " | ".join(_table_cell(row[column]) for column in columns) + " |")
+    return "\n".join(lines)

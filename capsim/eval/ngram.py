@@ -1,0 +1,358 @@
+"""BLEU, ROUGE-L and CIDEr-D in Python/NumPy, agreeing with pycocoevalcap 1.2.
+
+Published caption-metric tables are pycocoevalcap numbers, quirks included, so
+these scorers reproduce its quirks on purpose (each class lists the ones it
+keeps) while needing no Java and running on sparse matrices instead of
+per-pair Python dictionaries.
+
+Inputs follow pycocoevalcap's contract: ``gts`` maps an id to its reference
+captions and ``res`` maps an id to a one-element list with the candidate, all
+already tokenized (tokens separated by spaces). Only the ids of ``res`` are
+scored, in the order of ``list(res.keys())``; extra ids in ``gts`` are ignored
+(CIDEr-D's document frequencies span the references of the scored ids only).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Hashable, Mapping, Sequence
+
+import numpy as np
+from scipy import sparse
+
+from capsim.errors import CaptionError
+
+DEFAULT_MAX_ORDER = 4
+# pycocoevalcap's BLEU smoothing: `tiny` joins every numerator, `small` every
+# denominator, so a zero count yields a tiny score instead of a zero division.
+BLEU_TINY = 1e-15
+BLEU_SMALL = 1e-9
+ROUGE_BETA = 1.2
+DEFAULT_CIDER_SIGMA = 6.0
+CIDER_SCALE = 10.0
+
+References = Mapping[Hashable, Sequence[str]]
+Candidates = Mapping[Hashable, Sequence[str]]
+
+
+def paired_captions(
+    gts: References, res: Candidates
+) -> tuple[list[Hashable], list[str], list[list[str]]]:
+    """Checks pycocoevalcap-style inputs and lines them up in the order of ``res``.
+
+    Returns the ids, the candidate of each id and the references of each id.
+    Raises CaptionError naming the id for a missing reference list, a candidate
+    list whose length is not 1, an empty reference list, or an empty caption.
+    """
+    if not res:
+        raise ValueError("res is empty: there is no candidate to score")
+    ids, candidates, references = [], [], []
+    for caption_id, hypotheses in res.items():
+        if caption_id not in gts:
+            raise CaptionError(caption_id, "no references")
+        if isinstance(hypotheses, str) or len(hypotheses) != 1:
+            raise CaptionError(
+                caption_id, f"expected a list with exactly one candidate, got {hypotheses!r}"
+            )
+        refs = gts[caption_id]
+        if isinstance(refs, str):
+            raise CaptionError(caption_id, "references must be a list of strings, not one string")
+        if len(refs) == 0:
+            raise CaptionError(caption_id, "empty reference list")
+        for text in (hypotheses[0], *refs):
+            if not isinstance(text, str) or not text.strip():
+                raise CaptionError(caption_id, f"empty or non-string caption {text!r}")
+        ids.append(caption_id)
+        candidates.append(hypotheses[0])
+        references.append(list(refs))
+    return ids, candidates, references
+
+
+@dataclasses.dataclass(frozen=True)
+class NgramCounts:
+    """Sparse 1..max_order-gram counts, one row per distinct sentence.
+
+    Attributes:
+      counts: float64 [sentences, ngrams] term counts.
+      order_onehot: [ngrams, max_order] one-hot of each column's n-gram order,
+        so ``values @ order_onehot`` sums any per-n-gram quantity by order.
+      lengths: [sentences] number of tokens.
+    """
+
+    counts: sparse.csr_array
+    order_onehot: np.ndarray
+    lengths: np.ndarray
+
+
+def count_ngrams(sentences: Sequence[str], max_order: int) -> tuple[NgramCounts, np.ndarray]:
+    """Counts the n-grams of each distinct sentence once (captions repeat a lot).
+
+    Sentences are split on whitespace. Returns the counts and, for each input
+    sentence, its row in them.
+    """
+    if max_order < 1:
+        raise ValueError(f"max_order must be >= 1, got {max_order}")
+    row_of_sentence: dict[str, int] = {}
+    input_rows = np.fromiter(
+        (row_of_sentence.setdefault(s, len(row_of_sentence)) for s in sentences),
+        dtype=np.int64,
+        count=len(sentences),
+    )
+    column_of_ngram: dict[tuple[str, ...], int] = {}
+    indptr, indices, values, lengths = [0], [], [], []
+    for sentence in row_of_sentence:
+        tokens = sentence.split()
+        grams = Counter(
+            tuple(tokens[start : start + order])
+            for order in range(1, max_order + 1)
+            for start in range(len(tokens) - order + 1)
+        )
+        for gram, count in grams.items():
+            indices.append(column_of_ngram.setdefault(gram, len(column_of_ngram)))
+            values.append(count)
+        indptr.append(len(indices))
+        lengths.append(len(tokens))
+    counts = sparse.csr_array(
+        (np.asarray(values, dtype=np.float64), np.asarray(indices, dtype=np.int64), indptr),
+        shape=(len(row_of_sentence), len(column_of_ngram)),
+    )
+    orders = np.fromiter((len(g) for g in column_of_ngram), np.int64, len(column_of_ngram))
+    order_onehot = np.eye(max_order)[orders - 1]
+    return NgramCounts(counts, order_onehot, np.asarray(lengths, dtype=np.int64)), input_rows
+
+
+@dataclasses.dataclass(frozen=True)
+class PairedNgrams:
+    """The n-grams of a scored set, with references flattened and tagged by owner.
+
+    Attributes:
+      ngrams: counts of every distinct sentence of the set.
+      candidate_rows: [pairs] row of each candidate in ``ngrams``.
+      reference_rows: [refs] row of each reference, pair after pair.
+      reference_owner: [refs] pair index of each reference.
+      reference_slot: [refs] position of each reference in its pair's list.
+      num_references: [pairs] references per pair.
+      extra_rows: [extra] row of each extra sentence (e.g. an IDF corpus).
+    """
+
+    ngrams: NgramCounts
+    candidate_rows: np.ndarray
+    reference_rows: np.ndarray
+    reference_owner: np.ndarray
+    reference_slot: np.ndarray
+    num_references: np.ndarray
+    extra_rows: np.ndarray
+
+
+def pair_ngrams(
+    gts: References, res: Candidates, max_order: int, extra_sentences: Sequence[str] = ()
+) -> PairedNgrams:
+    """Validates the inputs and counts the n-grams of candidates, references and extras once."""
+    _, candidates, references = paired_captions(gts, res)
+    num_references = np.array([len(refs) for refs in references])
+    flat_references = [ref for refs in references for ref in refs]
+    ngrams, rows = count_ngrams([*candidates, *flat_references, *extra_sentences], max_order)
+    first_extra = len(candidates) + len(flat_references)
+    reference_starts = np.repeat(np.cumsum(num_references) - num_references, num_references)
+    return PairedNgrams(
+        ngrams=ngrams,
+        candidate_rows=rows[: len(candidates)],
+        reference_rows=rows[len(candidates) : first_extra],
+        reference_owner=np.repeat(np.arange(len(candidates)), num_references),
+        reference_slot=np.arange(len(flat_references)) - reference_starts,
+        num_references=num_references,
+        extra_rows=rows[first_extra:],
+    )
+
+
+class Bleu:
+    """BLEU-1..n as pycocoevalcap's ``Bleu``.
+
+    Kept quirks: the effective reference length of each candidate is the
+    closest reference length (ties go to the shorter one); per-caption scores
+    use the BLEU_TINY / BLEU_SMALL smoothing, which also applies a brevity
+    penalty of about 1 - 1e-9 / length at equal lengths; the corpus score
+    pools clipped counts and lengths over all captions before the geometric
+    mean. pycocoevalcap itself only supports n <= 4.
+    """
+
+    def __init__(self, n: int = DEFAULT_MAX_ORDER):
+        if n < 1:
+            raise ValueError(f"BLEU order n must be >= 1, got {n}")
+        self.n = n
+
+    def compute_score(
+        self, gts: References, res: Candidates
+    ) -> tuple[list[float], list[list[float]]]:
+        """Returns ([BLEU-1..n corpus], [per-caption BLEU-1 list, ..., BLEU-n list])."""
+        pairs = pair_ngrams(gts, res, self.n)
+        counts, lengths = pairs.ngrams.counts, pairs.ngrams.lengths
+        num_pairs = len(pairs.candidate_rows)
+
+        # Clip each candidate n-gram count by its largest count in any one reference.
+        max_reference_counts = sparse.csr_array((num_pairs, counts.shape[1]))
+        for position in range(int(pairs.num_references.max())):
+            in_slot = pairs.reference_slot == position
+            placement = sparse.csr_array(
+                (
+                    np.ones(in_slot.sum()),
+                    (pairs.reference_owner[in_slot], pairs.reference_rows[in_slot]),
+                ),
+                shape=(num_pairs, counts.shape[0]),
+            )
+            max_reference_counts = max_reference_counts.maximum(placement @ counts)
+        clipped = counts[pairs.candidate_rows].minimum(max_reference_counts)
+        correct = clipped @ pairs.ngrams.order_onehot  # [pairs, n]
+
+        test_lengths = lengths[pairs.candidate_rows]
+        guess = np.maximum(test_lengths[:, None] - np.arange(self.n)[None, :], 0)
+        # pycocoevalcap's "closest" option: the reference length nearest the
+        # candidate's, the shorter one on a tie.
+        reference_lengths = lengths[pairs.reference_rows]
+        distance = np.abs(reference_lengths - test_lengths[pairs.reference_owner])
+        ranked = np.lexsort((reference_lengths, distance, pairs.reference_owner))
+        first_of_pair = np.cumsum(pairs.num_references) - pairs.num_references
+        closest_lengths = reference_lengths[ranked[first_of_pair]]
+        per_caption = self._bleu(correct, guess, test_lengths, closest_lengths)
+        corpus = self._bleu(
+            correct.sum(axis=0, keepdims=True),
+            guess.sum(axis=0, keepdims=True),
+            test_lengths.sum(keepdims=True),
+            closest_lengths.sum(keepdims=True),
+        )
+        return corpus[0].tolist(), per_caption.T.tolist()
+
+    def _bleu(
+        self,
+        correct: np.ndarray,
+        guess: np.ndarray,
+        test_lengths: np.ndarray,
+        reference_lengths: np.ndarray,
+    ) -> np.ndarray:
+        """[rows, n] smoothed cumulative BLEU-1..n with the brevity penalty."""
+        precisions = (correct + BLEU_TINY) / (guess + BLEU_SMALL)
+        scores = np.cumprod(precisions, axis=1) ** (1.0 / np.arange(1, self.n + 1))
+        ratio = (test_lengths + BLEU_TINY) / (reference_lengths + BLEU_SMALL)
+        brevity = np.exp(1.0 - 1.0 / np.minimum(ratio, 1.0))
+        return scores * brevity[:, None]
+
+
+def lcs_length(first: Sequence[str], second: Sequence[str]) -> int:
+    """Length of the longest common subsequence of two token sequences.
+
+    Hyyrö's bit-parallel algorithm: one big-integer update per token of
+    ``second`` instead of a len(first) x len(second) table.
+    """
+    match_masks: dict[str, int] = {}
+    for position, token in enumerate(first):
+        match_masks[token] = match_masks.get(token, 0) | (1 << position)
+    all_ones = (1 << len(first)) - 1
+    row = all_ones
+    for token in second:
+        matches = row & match_masks.get(token, 0)
+        row = ((row + matches) | (row - matches)) & all_ones
+    return len(first) - row.bit_count()
+
+
+class Rouge:
+    """ROUGE-L as pycocoevalcap's ``Rouge``.
+
+    Kept quirks: captions are split on single spaces (``str.split(" ")``), and
+    the best precision and the best recall are taken over the references
+    separately before they are combined into one F-measure with beta = 1.2.
+    """
+
+    def __init__(self, beta: float = ROUGE_BETA):
+        self.beta = beta
+
+    def compute_score(self, gts: References, res: Candidates) -> tuple[float, np.ndarray]:
+        """Returns (mean ROUGE-L, per-caption ROUGE-L)."""
+        _, candidates, references = paired_captions(gts, res)
+        scores = np.array(
+            [self._score(c, refs) for c, refs in zip(candidates, references, strict=True)]
+        )
+        return float(scores.mean()), scores
+
+    def _score(self, candidate: str, references: list[str]) -> float:
+        candidate_tokens = candidate.split(" ")
+        best_precision = best_recall = 0.0
+        for reference in references:
+            reference_tokens = reference.split(" ")
+            common = lcs_length(candidate_tokens, reference_tokens)
+            best_precision = max(best_precision, common / len(candidate_tokens))
+            best_recall = max(best_recall, common / len(reference_tokens))
+        if best_precision == 0 or best_recall == 0:
+            return 0.0
+        beta_sq = self.beta**2
+        return (
+            (1 + beta_sq) * best_precision * best_recall / (best_recall + beta_sq * best_precision)
+        )
+
+
+class CiderD:
+    """CIDEr-D as pycocoevalcap's ``Cider`` (which computes CIDEr-D).
+
+    Document frequency of an n-gram = number of scored ids whose references
+    contain it; idf = log(number of scored ids) - log(max(1, df)). Each
+    candidate/reference pair scores, per n-gram order, the clipped cosine
+    sum(min(h, r) * r) / (|h| |r|) (0 when a norm is 0), times a gaussian
+    penalty on the length difference. Kept quirk: pycocoevalcap measures that
+    length in bigrams (tokens - 1), so with n = 1 there is no penalty. The
+    score is 10 x the mean over orders and references. Only n = 4 is
+    comparable: pycocoevalcap always counts 1..4-grams whatever its n.
+    """
+
+    def __init__(self, n: int = DEFAULT_MAX_ORDER, sigma: float = DEFAULT_CIDER_SIGMA):
+        if n < 1:
+            raise ValueError(f"CIDEr order n must be >= 1, got {n}")
+        if sigma <= 0:
+            raise ValueError(f"CIDEr sigma must be > 0, got {sigma}")
+        self.n = n
+        self.sigma = sigma
+
+    def compute_score(self, gts: References, res: Candidates) -> tuple[float, np.ndarray]:
+        """Returns (mean CIDEr-D, per-caption CIDEr-D)."""
+        pairs = pair_ngrams(gts, res, self.n)
+        counts, order_onehot = pairs.ngrams.counts, pairs.ngrams.order_onehot
+        num_pairs = len(pairs.candidate_rows)
+
+        owner_of_reference = sparse.csr_array(
+            (
+                np.ones(len(pairs.reference_rows)),
+                (pairs.reference_owner, pairs.reference_rows),
+            ),
+            shape=(num_pairs, counts.shape[0]),
+        )
+        in_pair_references = owner_of_reference @ (counts > 0).astype(np.float64)
+        document_frequency = (in_pair_references > 0).sum(axis=0)
+        idf = np.log(float(num_pairs)) - np.log(np.maximum(1.0, document_frequency))
+        weights = counts @ sparse.diags_array(idf)
+        norms = np.sqrt(weights.power(2) @ order_onehot)  # [sentences, n]
+
+        hypothesis_rows = pairs.candidate_rows[pairs.reference_owner]
+        hypotheses, refs = weights[hypothesis_rows], weights[pairs.reference_rows]
+        clipped_dot = hypotheses.minimum(refs).multiply(refs) @ order_onehot
+        norm_product = norms[hypothesis_rows] * norms[pairs.reference_rows]
+        cosine = np.divide(
+            clipped_dot, norm_product, out=np.zeros_like(clipped_dot), where=norm_product > 0
+        )
+
+        # pycocoevalcap measures length by the bigrams in the vectors: none when n == 1.
+        bigram_counts = np.maximum(pairs.ngrams.lengths - 1, 0) * (self.n >= 2)
+        length_gap = bigram_counts[hypothesis_rows] - bigram_counts[pairs.reference_rows]
+        penalty = np.exp(-(length_gap.astype(np.float64) ** 2) / (2 * self.sigma**2))
+
+        per_pair = np.zeros((num_pairs, self.n))
+        np.add.at(per_pair, pairs.reference_owner, cosine * penalty[:, None])
+        scores = per_pair.mean(axis=1) / pairs.num_references * CIDER_SCALE
+        return float(scores.mean()), scores
+
+
+def compute_ngram_metrics(gts: References, res: Candidates) -> dict[str, np.ndarray]:
+    """Per-caption BLEU-1..4, ROUGE-L and CIDEr (CIDEr-D), in the order of ``res``."""
+    _, bleu = Bleu(DEFAULT_MAX_ORDER).compute_score(gts, res)
+    metrics = {f"BLEU-{order + 1}": np.asarray(s) for order, s in enumerate(bleu)}
+    metrics["ROUGE-L"] = Rouge().compute_score(gts, res)[1]
+    metrics["CIDEr"] = CiderD().compute_score(gts, res)[1]
+    return metrics

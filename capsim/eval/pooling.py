@@ -1,0 +1,97 @@
+"""Pooling a candidate's similarities to its references into one score.
+
+Reference lists differ in length, so similarities arrive padded as [N, R]
+with a boolean mask of the real entries. I2CE's default is the mean of the top
+3 similarities ("max-3"); "max" and "mean" are the two extremes. One pooling
+function serves NumPy and jax.numpy, so scores agree across the two paths.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from types import ModuleType
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+DEFAULT_POOLING = "top-3"
+MEAN_MODE = "mean"
+MAX_MODE = "max"
+_TOP_K_MODE = re.compile(r"(?:max|top)-([1-9][0-9]*)")
+
+
+def top_k_of_mode(mode: str) -> int | None:
+    """k of a "max-k"/"top-k" mode (1 for "max"), or None for "mean".
+
+    Raises ValueError for any other mode, listing the accepted ones.
+    """
+    if mode == MEAN_MODE:
+        return None
+    if mode == MAX_MODE:
+        return 1
+    match = _TOP_K_MODE.fullmatch(mode)
+    if match is None:
+        raise ValueError(
+            f"unknown pooling mode {mode!r}: use {MEAN_MODE!r}, {MAX_MODE!r}, 'max-k' or 'top-k'"
+        )
+    return int(match.group(1))
+
+
+def _check_shapes(sims_shape: tuple[int, ...], mask_shape: tuple[int, ...] | None) -> None:
+    if len(sims_shape) != 2:
+        raise ValueError(f"sims must be [candidates, references], got shape {sims_shape}")
+    if mask_shape is not None and mask_shape != sims_shape:
+        raise ValueError(f"mask shape {mask_shape} differs from sims shape {sims_shape}")
+
+
+def _pool(xp: ModuleType, sims, mask, top_k: int | None):
+    """Mean of the top_k real entries per row (k capped at the row's real count), or of all."""
+    if mask is None:
+        mask = xp.ones(sims.shape, dtype=bool)
+    real_counts = mask.sum(axis=-1)
+    if top_k is None:
+        return xp.where(mask, sims, 0).sum(axis=-1) / real_counts
+    # Sorting the negated values puts each row's largest real entries first and padding last.
+    ranked = -xp.sort(xp.where(mask, -sims, xp.inf), axis=-1)
+    kept = xp.minimum(real_counts, top_k)
+    keep = xp.arange(sims.shape[-1])[None, :] < kept[:, None]
+    return xp.where(keep, ranked, 0).sum(axis=-1) / kept
+
+
+def pool_similarities(
+    sims: np.ndarray, mask: np.ndarray | None = None, mode: str = DEFAULT_POOLING
+) -> np.ndarray:
+    """Pools [N, R] candidate-reference similarities into [N] scores (NumPy).
+
+    ``mask`` marks real references (None: all are real). Modes: "max-k" or
+    "top-k" (mean of the k largest real similarities, k capped at the number of
+    real references), "max" and "mean". Raises ValueError naming the row for a
+    non-finite real similarity or a row without real references.
+    """
+    top_k = top_k_of_mode(mode)
+    sims = np.asarray(sims, dtype=np.float64)
+    mask = None if mask is None else np.asarray(mask, dtype=bool)
+    _check_shapes(sims.shape, None if mask is None else mask.shape)
+    real = np.ones(sims.shape, dtype=bool) if mask is None else mask
+    empty_rows = np.flatnonzero(~real.any(axis=-1))
+    if empty_rows.size:
+        raise ValueError(f"row {empty_rows[0]} of sims has no real reference to pool")
+    bad_rows = np.flatnonzero((real & ~np.isfinite(sims)).any(axis=-1))
+    if bad_rows.size:
+        raise ValueError(f"row {bad_rows[0]} of sims has a non-finite similarity")
+    return _pool(np, sims, mask, top_k)
+
+
+@functools.partial(jax.jit, static_argnames="mode")
+def pool_similarities_jax(
+    sims: jax.Array, mask: jax.Array | None = None, mode: str = DEFAULT_POOLING
+) -> jax.Array:
+    """pool_similarities for jax arrays, jit-compiled with a static mode.
+
+    Under jit values cannot raise, so a NaN similarity makes its row NaN and a
+    row without real references gives NaN; shapes and the mode are still checked.
+    """
+    _check_shapes(sims.shape, None if mask is None else mask.shape)
+    return _pool(jnp, sims, None if mask is None else mask.astype(bool), top_k_of_mode(mode))

@@ -1,0 +1,88 @@
+"""The COCO metric bundle: METEOR through pycocoevalcap when it can run, clear reasons when not."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+from capsim.errors import CaptionError
+from capsim.eval import coco_metrics
+from capsim.eval.coco_metrics import (
+    MetricUnavailable,
+    compute_caption_metrics,
+    compute_meteor,
+    meteor_available,
+    spice_unavailable_reason,
+)
+from capsim.eval.ngram import compute_ngram_metrics
+
+GOLDEN_FILE = "golden/pycocoevalcap_flickr8k_expert.json"
+METEOR_ROWS = slice(0, None, 283)  # 20 rows spread over the whole file
+# Scored in a batch of 20 instead of 5,664, METEOR 1.5 reproduced the golden
+# values exactly here; 1e-4 leaves room for JVM and platform float differences.
+METEOR_TOLERANCE = 1e-4
+NGRAM_METRICS = {"BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "ROUGE-L", "CIDEr"}
+GTS = {"a": ["a dog runs on the grass", "a brown dog is running"], "b": ["a cat sleeps"]}
+RES = {"a": ["a dog runs"], "b": ["the cat is asleep"]}
+
+requires_meteor = pytest.mark.skipif(
+    not meteor_available(), reason="METEOR needs Java on PATH and pycocoevalcap installed"
+)
+
+
+@pytest.fixture
+def without_java(monkeypatch):
+    monkeypatch.setattr(shutil, "which", lambda name, *args, **kwargs: None)
+
+
+def test_meteor_unavailable_without_java(without_java):
+    assert not meteor_available()
+    with pytest.raises(MetricUnavailable, match=r"missing: Java \('java' is not on PATH"):
+        compute_meteor(GTS, RES)
+
+
+def test_caption_metrics_report_skipped_meteor_and_spice(without_java):
+    scores, skipped = compute_caption_metrics(GTS, RES)
+    assert set(scores) == NGRAM_METRICS
+    expected = compute_ngram_metrics(GTS, RES)
+    for name in NGRAM_METRICS:
+        np.testing.assert_array_equal(scores[name], expected[name])
+    assert skipped["METEOR"].startswith("METEOR needs pycocoevalcap's meteor-1.5.jar run by Java")
+    assert skipped["SPICE"] == spice_unavailable_reason()
+    assert "CoreNLP" in skipped["SPICE"]
+
+
+def test_meteor_can_be_left_out_on_request(monkeypatch):
+    def fail(*args, **kwargs):
+        raise AssertionError("METEOR must not run when it was not requested")
+
+    monkeypatch.setattr(coco_metrics, "compute_meteor", fail)
+    scores, skipped = compute_caption_metrics(GTS, RES, include_meteor=False)
+    assert set(scores) == NGRAM_METRICS
+    assert skipped["METEOR"] == "not requested (include_meteor=False)"
+
+
+def test_bad_inputs_fail_before_any_metric_runs(without_java):
+    with pytest.raises(CaptionError, match="caption 'c': no references"):
+        compute_caption_metrics(GTS, {"c": ["a dog"]})
+
+
+@requires_meteor
+def test_meteor_rejects_captions_that_break_its_line_protocol():
+    with pytest.raises(CaptionError, match=r"caption 'b'.*'\|\|\|'"):
+        compute_meteor(GTS, {"a": ["a dog"], "b": ["a ||| cat"]})
+
+
+@requires_meteor
+@pytest.mark.slow
+def test_meteor_matches_golden_values(shared_data):
+    rows = json.loads((shared_data / GOLDEN_FILE).read_text())["rows"][METEOR_ROWS]
+    gts = {row["key"]: row["references"] for row in rows}
+    res = {row["key"]: [row["candidate"]] for row in rows}
+    scores, skipped = compute_caption_metrics(gts, res)
+    assert "METEOR" not in skipped
+    expected = np.array([row["METEOR"] for row in rows])
+    np.testing.assert_allclose(scores["METEOR"], expected, rtol=0, atol=METEOR_TOLERANCE)
