@@ -25,15 +25,19 @@ FLICKR8K_EVAL_SPLIT = "test"
 def load_caption_files(data: ml_collections.ConfigDict) -> list[CaptionRecord]:
     """Reads every caption file named by the data config, relative to ``data.data_dir``.
 
-    Keys: ``coco_captions`` (COCO ``captions_*.json`` files), ``karpathy`` (one
+    Keys: ``coco_captions`` (glob patterns of COCO ``captions_*.json`` files), ``karpathy`` (one
     Karpathy ``dataset_*.json`` or ""), ``karpathy_splits``, ``flickr8k_dir``
     ("" to skip) and ``flickr8k_splits``. Flickr8k's test split is refused:
     Flickr8k-Expert judges captions of exactly those images.
     """
     root = Path(data.data_dir).expanduser()
     records: list[CaptionRecord] = []
-    for name in data.coco_captions:
-        records += captions.read_coco_captions(root / name)
+    for pattern in data.coco_captions:
+        paths = sorted(root.glob(pattern))
+        if not paths:
+            raise FileNotFoundError(f"no COCO caption file matches {root / pattern}")
+        for path in paths:
+            records += captions.read_coco_captions(path)
     if data.karpathy:
         wanted = set(data.karpathy_splits)
         records += [r for r in captions.read_karpathy(root / data.karpathy) if r.split in wanted]

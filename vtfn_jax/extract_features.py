@@ -1,0 +1,423 @@
+"""Frozen InceptionV3 image features for VTFN, resumable, written as a FeatureStore.
+
+    python -m vtfn_jax.extract_features --images DIR --out DIR [--batch_size 32]
+        [--weights imagenet|none|PATH] [--image_size 299] [--ids filename|stem|coco] [--skip_bad]
+
+Keras 3 InceptionV3 runs on the JAX backend with ``include_top=False,
+pooling="avg"``, giving 2048-d vectors. Images are center-cropped to a square and
+resized to 299x299, the network's native size; the VTFN paper says 300x300, which
+InceptionV3 would only pool to the same 2048-d vector from a slightly larger map.
+``weights="imagenet"`` downloads the ImageNet weights at the user's site.
+
+Features go to ``--out/shards/`` every ``shard_every`` batches, so an interrupted
+run resumes and skips the images already done; at the end they are consolidated
+into ``features.npy`` + ``ids.json`` + ``meta.json`` (see
+:class:`vtfn_jax.features.FeatureStore`) and the shards are removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from capsim.errors import CapsimError, DataFormatError, FeatureError
+from vtfn_jax.features import IDS_FILE, FeatureStore, coco_image_id
+
+logger = logging.getLogger(__name__)
+
+IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
+DEFAULT_IMAGE_SIZE = 299
+DEFAULT_BATCH_SIZE = 32
+DEFAULT_SHARD_EVERY = 8  # batches per shard: at most this much work is redone after a crash
+DECODE_WORKERS = 4
+PROGRESS_EVERY_S = 10.0
+SHARDS_DIR = "shards"
+RUN_FILE = "run.json"
+SKIPPED_FILE = "skipped_images.json"
+ID_STYLES = ("filename", "stem", "coco")
+RGB_CHANNELS = 3
+
+BatchFn = Callable[[np.ndarray], np.ndarray]
+
+
+def _import_keras():
+    """Imports Keras on the JAX backend; the backend is fixed at Keras' first import."""
+    if "keras" not in sys.modules:
+        os.environ["KERAS_BACKEND"] = "jax"
+    import keras
+
+    if keras.backend.backend() != "jax":
+        raise RuntimeError(
+            f"Keras was already imported with the {keras.backend.backend()!r} backend; "
+            "import vtfn_jax.extract_features before keras, or set KERAS_BACKEND=jax"
+        )
+    return keras
+
+
+def build_inception_v3(weights: str | None = "imagenet", image_size: int = DEFAULT_IMAGE_SIZE):
+    """InceptionV3 without its classifier, average-pooled to 2048-d."""
+    keras = _import_keras()
+    return keras.applications.InceptionV3(
+        include_top=False,
+        weights=weights,
+        pooling="avg",
+        input_shape=(image_size, image_size, RGB_CHANNELS),
+    )
+
+
+def image_id_for(path: Path, id_style: str) -> str:
+    """The image id a caption corpus uses for this file.
+
+    ``filename`` keeps the name (Flickr8k ids), ``stem`` drops the extension,
+    ``coco`` takes the number (``COCO_val2014_000000000139.jpg`` -> ``139``).
+    """
+    if id_style == "filename":
+        return path.name
+    if id_style == "stem":
+        return path.stem
+    if id_style == "coco":
+        image_id = coco_image_id(path.name)
+        if image_id is None:
+            raise DataFormatError(path, "no COCO image number in the file name")
+        return image_id
+    raise ValueError(f"id_style must be one of {ID_STYLES}, got {id_style!r}")
+
+
+def list_images(image_dir: Path, id_style: str) -> list[tuple[str, Path]]:
+    """(image id, path) of every .jpg/.jpeg/.png directly in ``image_dir``, sorted by file name."""
+    if not image_dir.is_dir():
+        raise FileNotFoundError(f"image folder {image_dir} does not exist")
+    paths = sorted(
+        path
+        for path in image_dir.iterdir()
+        if path.is_file() and path.suffix.lower() in IMAGE_SUFFIXES
+    )
+    if not paths:
+        raise DataFormatError(image_dir, f"no {'/'.join(IMAGE_SUFFIXES)} images")
+    path_of: dict[str, Path] = {}
+    for path in paths:
+        image_id = image_id_for(path, id_style)
+        if image_id in path_of:
+            raise FeatureError(image_id, f"both {path_of[image_id]} and {path} map to this id")
+        path_of[image_id] = path
+    return list(path_of.items())
+
+
+def load_image(path: Path, image_size: int) -> np.ndarray:
+    """RGB pixels in [0, 255], center-cropped to a square and resized to image_size."""
+    from PIL import Image
+
+    try:
+        with Image.open(path) as opened:
+            image = opened.convert("RGB")
+    except (OSError, ValueError, Image.DecompressionBombError) as error:
+        raise DataFormatError(path, f"cannot read image: {error}") from error
+    width, height = image.size
+    side = min(width, height)
+    left, top = (width - side) // 2, (height - side) // 2
+    image = image.crop((left, top, left + side, top + side))
+    image = image.resize((image_size, image_size), Image.Resampling.BILINEAR)
+    return np.asarray(image, dtype=np.float32)
+
+
+def _as_batch_fn(model) -> BatchFn:
+    """A Keras model runs through predict_on_batch (jit-compiled once); any other callable as is."""
+    if hasattr(model, "predict_on_batch"):
+        return lambda batch: np.asarray(model.predict_on_batch(batch))
+    return lambda batch: np.asarray(model(batch))
+
+
+class _Progress:
+    """Images done / total, images/s and ETA on stderr, at most every PROGRESS_EVERY_S."""
+
+    def __init__(self, total: int, already_done: int):
+        self.total, self.done = total, already_done
+        self.processed = 0
+        self.start = self.last_report = time.monotonic()
+
+    def update(self, count: int, *, final: bool = False) -> None:
+        self.done += count
+        self.processed += count
+        now = time.monotonic()
+        if not final and now - self.last_report < PROGRESS_EVERY_S:
+            return
+        self.last_report = now
+        rate = self.processed / max(now - self.start, 1e-9)
+        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
+        print(
+            f"extract_features: {self.done}/{self.total} images, {rate:.1f} images/s, ETA {eta:.0f}s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+class _ShardWriter:
+    """Buffers features and writes them as numbered shards under out/shards.
+
+    A shard's ids file is written last, after its features, so only complete
+    shards are read back on resume.
+    """
+
+    def __init__(self, directory: Path, done: dict[str, np.ndarray]):
+        self.directory = directory
+        self.done = done
+        directory.mkdir(parents=True, exist_ok=True)
+        self.next_index = 1 + max((self._index(path) for path in self._id_files()), default=-1)
+        self.pending_ids: list[str] = []
+        self.pending_features: list[np.ndarray] = []
+
+    @staticmethod
+    def _index(ids_path: Path) -> int:
+        return int(ids_path.name.removeprefix("shard_").removesuffix(".ids.json"))
+
+    def _id_files(self) -> list[Path]:
+        return sorted(self.directory.glob("shard_*.ids.json"))
+
+    def read_all(self) -> None:
+        """Adds the features of every complete shard to ``done``."""
+        for ids_path in self._id_files():
+            features_path = ids_path.with_name(ids_path.name.removesuffix(".ids.json") + ".npy")
+            store = FeatureStore.from_npy(features_path, ids_path)
+            self.done.update(zip(store.ids, store.matrix, strict=True))
+
+    def add(self, ids: list[str], features: np.ndarray) -> None:
+        self.pending_ids += ids
+        self.pending_features.append(features)
+
+    def flush(self) -> None:
+        if not self.pending_ids:
+            return
+        ids, features = self.pending_ids, np.concatenate(self.pending_features)
+        stem = self.directory / f"shard_{self.next_index:05d}"
+        tmp_features = stem.with_suffix(".npy.tmp")
+        with tmp_features.open("wb") as file:
+            np.save(file, features)
+        os.replace(tmp_features, stem.with_suffix(".npy"))
+        tmp_ids = stem.with_suffix(".ids.json.tmp")
+        tmp_ids.write_text(json.dumps(ids), encoding="utf-8")
+        os.replace(tmp_ids, stem.with_suffix(".ids.json"))
+        self.next_index += 1
+        self.done.update(zip(ids, features, strict=True))
+        self.pending_ids, self.pending_features = [], []
+
+    def remove(self) -> None:
+        for path in self.directory.iterdir():
+            path.unlink()
+        self.directory.rmdir()
+
+
+def _check_run(out_dir: Path, run: dict) -> None:
+    """Refuses to mix features of different models or preprocessing in one output folder."""
+    run_path = out_dir / RUN_FILE
+    if run_path.is_file():
+        previous = json.loads(run_path.read_text(encoding="utf-8"))
+        if previous != run:
+            raise DataFormatError(
+                run_path, f"written by a run with {previous}, this run has {run}; use a new --out"
+            )
+    else:
+        run_path.write_text(json.dumps(run, indent=2), encoding="utf-8")
+
+
+def extract_features(
+    image_dir: str | Path,
+    out_dir: str | Path,
+    *,
+    weights: str | None = "imagenet",
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    image_size: int = DEFAULT_IMAGE_SIZE,
+    shard_every: int = DEFAULT_SHARD_EVERY,
+    model: object | None = None,
+    id_style: str = "filename",
+    skip_bad: bool = False,
+) -> FeatureStore:
+    """Computes (or resumes computing) features of every image in ``image_dir``.
+
+    Args:
+      weights: "imagenet", "none"/None (random init, for tests) or a weights file.
+      shard_every: batches per shard written to ``out_dir/shards``.
+      model: replaces InceptionV3, e.g. a tiny Keras model in tests; a Keras
+        model or any callable mapping [B, H, W, 3] preprocessed pixels to [B, D].
+      id_style: how file names become image ids, see :func:`image_id_for`.
+      skip_bad: report unreadable images (logged, listed in skipped_images.json)
+        and go on, instead of stopping at the first one.
+
+    Returns:
+      The consolidated store, also saved as features.npy + ids.json + meta.json.
+    """
+    if batch_size < 1 or shard_every < 1:
+        raise ValueError(
+            f"batch_size and shard_every must be positive, got {batch_size}, {shard_every}"
+        )
+    weights = None if weights in (None, "none") else weights
+    image_dir, out_dir = Path(image_dir), Path(out_dir)
+    images = list_images(image_dir, id_style)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    description = (
+        f"Keras InceptionV3 (weights={weights}, avg-pooled, {image_size}x{image_size} input)"
+        if model is None
+        else f"custom model {getattr(model, 'name', type(model).__name__)}"
+    )
+    _check_run(out_dir, {"model": description, "image_size": image_size, "id_style": id_style})
+    done: dict[str, np.ndarray] = {}
+    if (out_dir / IDS_FILE).is_file():
+        previous = FeatureStore.load(out_dir)
+        done.update(zip(previous.ids, previous.matrix, strict=True))
+    shards = _ShardWriter(out_dir / SHARDS_DIR, done)
+    shards.read_all()
+    todo = [(image_id, path) for image_id, path in images if image_id not in done]
+    logger.info(
+        "%s: %d images, %d already done, %d to do",
+        image_dir,
+        len(images),
+        len(images) - len(todo),
+        len(todo),
+    )
+
+    def make_model() -> object:
+        return model if model is not None else build_inception_v3(weights, image_size)
+
+    skipped = []
+    if todo:
+        progress = _Progress(len(images), len(images) - len(todo))
+        skipped = _run_batches(
+            todo, shards, make_model, batch_size, image_size, shard_every, skip_bad, progress
+        )
+    skipped_path = out_dir / SKIPPED_FILE
+    if skipped:
+        skipped_path.write_text(json.dumps(skipped, indent=2), encoding="utf-8")
+        logger.warning("%d unreadable images skipped, listed in %s", len(skipped), skipped_path)
+    else:
+        skipped_path.unlink(missing_ok=True)
+    if not done:
+        raise DataFormatError(image_dir, "no image could be read")
+    listed = [image_id for image_id, _ in images if image_id in done]
+    listed_set = set(listed)
+    order = listed + [image_id for image_id in done if image_id not in listed_set]
+    store = FeatureStore.from_arrays(
+        order, np.stack([done[image_id] for image_id in order]), source=description
+    )
+    store.save(out_dir)
+    shards.remove()
+    return store
+
+
+def _run_batches(
+    todo: list[tuple[str, Path]],
+    shards: _ShardWriter,
+    make_model: Callable[[], object],
+    batch_size: int,
+    image_size: int,
+    shard_every: int,
+    skip_bad: bool,
+    progress: _Progress,
+) -> list[str]:
+    """Runs the model over ``todo`` in batches, shard by shard; returns the unreadable files.
+
+    Whatever was computed is flushed to a shard even when the run stops with an
+    error or Ctrl-C, so a rerun resumes after the last finished batch.
+    """
+    keras = _import_keras()
+    batch_fn: BatchFn | None = None
+    skipped: list[str] = []
+
+    def load(item: tuple[str, Path]) -> np.ndarray | None:
+        try:
+            return load_image(item[1], image_size)
+        except DataFormatError as error:
+            if not skip_bad:
+                raise
+            logger.warning("skipping unreadable image: %s", error)
+            return None
+
+    try:
+        with ThreadPoolExecutor(max_workers=DECODE_WORKERS) as pool:
+            for batch_number, start in enumerate(range(0, len(todo), batch_size), start=1):
+                batch_items = todo[start : start + batch_size]
+                pixels = list(pool.map(load, batch_items))
+                readable = [
+                    (item, image)
+                    for item, image in zip(batch_items, pixels, strict=True)
+                    if image is not None
+                ]
+                skipped += [
+                    str(item[1])
+                    for item, image in zip(batch_items, pixels, strict=True)
+                    if image is None
+                ]
+                if readable:
+                    batch_fn = batch_fn or _as_batch_fn(make_model())
+                    # Padding to a fixed batch keeps one compiled shape for the last, short batch.
+                    batch = np.zeros(
+                        (batch_size, image_size, image_size, RGB_CHANNELS), dtype=np.float32
+                    )
+                    batch[: len(readable)] = np.stack([image for _, image in readable])
+                    features = batch_fn(keras.applications.inception_v3.preprocess_input(batch))[
+                        : len(readable)
+                    ]
+                    bad_rows = np.flatnonzero(~np.all(np.isfinite(features), axis=1))
+                    if bad_rows.size:
+                        image_id, path = readable[int(bad_rows[0])][0]
+                        raise FeatureError(image_id, f"model gave non-finite features for {path}")
+                    shards.add([item[0] for item, _ in readable], features.astype(np.float32))
+                if batch_number % shard_every == 0:
+                    shards.flush()
+                progress.update(len(batch_items), final=start + batch_size >= len(todo))
+    finally:
+        shards.flush()
+    return skipped
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--images", required=True, type=Path, help="folder of .jpg/.jpeg/.png images"
+    )
+    parser.add_argument(
+        "--out", required=True, type=Path, help="output folder (resumed if it exists)"
+    )
+    parser.add_argument("--batch_size", type=int, default=DEFAULT_BATCH_SIZE)
+    parser.add_argument(
+        "--weights", default="imagenet", help="imagenet, none (random init) or a weights file"
+    )
+    parser.add_argument("--image_size", type=int, default=DEFAULT_IMAGE_SIZE)
+    parser.add_argument(
+        "--shard_every", type=int, default=DEFAULT_SHARD_EVERY, help="batches per shard"
+    )
+    parser.add_argument(
+        "--ids", choices=ID_STYLES, default="filename", help="how file names become image ids"
+    )
+    parser.add_argument(
+        "--skip_bad", action="store_true", help="report unreadable images and go on"
+    )
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        store = extract_features(
+            args.images,
+            args.out,
+            weights=args.weights,
+            batch_size=args.batch_size,
+            image_size=args.image_size,
+            shard_every=args.shard_every,
+            id_style=args.ids,
+            skip_bad=args.skip_bad,
+        )
+    except (CapsimError, FileNotFoundError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print(f"wrote {len(store)} x {store.dim} features to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,361 @@
+"""Frozen image features for VTFN: storage, caption alignment, PCA and COCO object labels.
+
+A user's features arrive as ``features.npy`` ([N, D] float) plus the image ids in
+row order (``ids.json`` list or ``ids.txt``, one per line), as written by
+``vtfn_jax.extract_features``. Everything is validated at load time so a NaN or a
+wrong dimension fails with the image id or file, not as a NaN loss hours later.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from capsim.data.records import CaptionRecord
+from capsim.errors import DataFormatError, FeatureError
+
+logger = logging.getLogger(__name__)
+
+FEATURES_FILE = "features.npy"
+IDS_FILE = "ids.json"
+META_FILE = "meta.json"
+EXAMPLE_IDS_SHOWN = 5
+
+COCO_CATEGORIES = (
+    "airplane", "apple", "backpack", "banana", "baseball_bat", "baseball_glove", "bear", "bed",
+    "bench", "bicycle", "bird", "boat", "book", "bottle", "bowl", "broccoli", "bus", "cake", "car",
+    "carrot", "cat", "cell_phone", "chair", "clock", "couch", "cow", "cup", "dining_table", "dog",
+    "donut", "elephant", "fire_hydrant", "fork", "frisbee", "giraffe", "hair_drier", "handbag",
+    "horse", "hot_dog", "keyboard", "kite", "knife", "laptop", "microwave", "motorcycle", "mouse",
+    "orange", "oven", "parking_meter", "person", "pizza", "potted_plant", "refrigerator", "remote",
+    "sandwich", "scissors", "sheep", "sink", "skateboard", "skis", "snowboard", "spoon",
+    "sports_ball", "stop_sign", "suitcase", "surfboard", "teddy_bear", "tennis_racket", "tie",
+    "toaster", "toilet", "toothbrush", "traffic_light", "train", "truck", "tv", "umbrella", "vase",
+    "wine_glass", "zebra",
+)  # fmt: skip
+COCO_LABELS_SOURCE = "COCO object labels (multi-hot, not CNN features)"
+COCO_LABELS_IDF_SOURCE = "COCO object labels (IDF-weighted multi-hot, not CNN features)"
+COCO_FILE_NUMBER = re.compile(r"(\d+)\.[A-Za-z]+$")
+
+
+class FeatureStore:
+    """An immutable [N, D] float32 feature matrix keyed by image id (ids are strings)."""
+
+    def __init__(
+        self,
+        ids: Sequence[object],
+        matrix: np.ndarray,
+        source: str,
+        expected_dim: int | None = None,
+    ):
+        matrix = np.asarray(matrix)
+        if matrix.ndim != 2:
+            raise DataFormatError(
+                source, f"features must be a 2-D [images, dim] array, got shape {matrix.shape}"
+            )
+        ids = [str(image_id) for image_id in ids]
+        if len(ids) != matrix.shape[0]:
+            raise DataFormatError(
+                source, f"{matrix.shape[0]} feature rows but {len(ids)} image ids"
+            )
+        if expected_dim is not None and matrix.shape[1] != expected_dim and ids:
+            raise FeatureError(
+                ids[0],
+                f"{source} has feature dim {matrix.shape[1]} (all rows), expected {expected_dim}",
+            )
+        self._row_of: dict[str, int] = {}
+        for row, image_id in enumerate(ids):
+            if image_id in self._row_of:
+                raise FeatureError(
+                    image_id,
+                    f"appears twice in the ids of {source} (rows {self._row_of[image_id]} and {row})",
+                )
+            self._row_of[image_id] = row
+        matrix = matrix.astype(np.float32)
+        bad_rows = np.flatnonzero(~np.all(np.isfinite(matrix), axis=1))
+        if bad_rows.size:
+            row = int(bad_rows[0])
+            raise FeatureError(
+                ids[row],
+                f"non-finite feature values in {source} row {row} ({bad_rows.size} bad rows in all)",
+            )
+        matrix.setflags(write=False)
+        self._ids = tuple(ids)
+        self._matrix = matrix
+        self.source = source
+
+    @classmethod
+    def from_arrays(
+        cls,
+        ids: Sequence[object],
+        matrix: np.ndarray,
+        source: str = "in-memory arrays",
+        expected_dim: int | None = None,
+    ) -> FeatureStore:
+        """Wraps features already in memory; ``source`` says where they came from in errors and meta."""
+        return cls(ids, matrix, source, expected_dim)
+
+    @classmethod
+    def from_npy(
+        cls, features_path: str | Path, ids_path: str | Path, expected_dim: int | None = None
+    ) -> FeatureStore:
+        """Loads ``features.npy`` and its ids (``.json`` list or ``.txt`` one id per line)."""
+        features_path = Path(features_path)
+        try:
+            matrix = np.load(features_path, allow_pickle=False)
+        except (OSError, ValueError) as error:
+            raise DataFormatError(features_path, f"cannot read as .npy: {error}") from error
+        return cls(_read_ids(Path(ids_path)), matrix, str(features_path), expected_dim)
+
+    @classmethod
+    def load(cls, directory: str | Path, expected_dim: int | None = None) -> FeatureStore:
+        """Loads the layout written by :meth:`save`."""
+        directory = Path(directory)
+        return cls.from_npy(directory / FEATURES_FILE, directory / IDS_FILE, expected_dim)
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return self._ids
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """The read-only [N, D] float32 matrix, rows in ``ids`` order."""
+        return self._matrix
+
+    @property
+    def dim(self) -> int:
+        return self._matrix.shape[1]
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __contains__(self, image_id: object) -> bool:
+        return str(image_id) in self._row_of
+
+    def rows(self, image_ids: Iterable[object]) -> np.ndarray:
+        """Row indices of ``image_ids``; a missing id raises FeatureError naming it."""
+        indices = []
+        for image_id in image_ids:
+            row = self._row_of.get(str(image_id))
+            if row is None:
+                raise FeatureError(image_id, f"no feature in {self.source}")
+            indices.append(row)
+        return np.asarray(indices, dtype=np.int64)
+
+    def lookup(self, image_ids: Iterable[object]) -> np.ndarray:
+        """The [len(image_ids), D] features of ``image_ids``, in that order."""
+        return self._matrix[self.rows(image_ids)]
+
+    def save(self, directory: str | Path) -> Path:
+        """Writes features.npy, ids.json and meta.json (source, count, dim) into ``directory``."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        np.save(directory / FEATURES_FILE, self._matrix)
+        (directory / IDS_FILE).write_text(json.dumps(list(self._ids)), encoding="utf-8")
+        meta = {"source": self.source, "count": len(self), "dim": self.dim}
+        (directory / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
+        return directory
+
+
+def _read_ids(path: Path) -> list[str]:
+    if path.suffix == ".json":
+        try:
+            ids = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise DataFormatError(path, f"cannot read as JSON: {error}") from error
+        if not isinstance(ids, list):
+            raise DataFormatError(
+                path, f"expected a JSON list of image ids, got {type(ids).__name__}"
+            )
+        for position, image_id in enumerate(ids):
+            if isinstance(image_id, bool) or not isinstance(image_id, str | int):
+                raise DataFormatError(
+                    path, f"entry {position} is {image_id!r}, not a string or integer id"
+                )
+        return [str(image_id) for image_id in ids]
+    if path.suffix == ".txt":
+        lines = path.read_text(encoding="utf-8").split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        ids = [line.strip() for line in lines]
+        for number, image_id in enumerate(ids, start=1):
+            if not image_id:
+                raise DataFormatError(path, "empty image id", number)
+        return ids
+    raise DataFormatError(
+        path, "image ids must be a .json list or a .txt file with one id per line"
+    )
+
+
+@dataclasses.dataclass(frozen=True)
+class CoverageReport:
+    """How many captions found a feature for their image, and which images lacked one."""
+
+    kept_captions: int
+    skipped_captions: int
+    kept_images: int
+    skipped_images: int
+    example_missing_ids: tuple[str, ...]
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.kept_captions} captions of {self.kept_images} images have features; "
+            f"skipped {self.skipped_captions} captions of {self.skipped_images} images without features"
+        )
+        if self.example_missing_ids:
+            text += f" (e.g. {', '.join(self.example_missing_ids)})"
+        return text
+
+
+def align_captions(
+    records: Sequence[CaptionRecord], store: FeatureStore
+) -> tuple[list[CaptionRecord], np.ndarray, CoverageReport]:
+    """Keeps the captions whose image has a feature; returns them, their store rows and a report.
+
+    Captions without a feature are counted in the report and logged as a
+    warning, so a partial feature file can never shrink a dataset unnoticed.
+    """
+    kept = [record for record in records if record.image_id in store]
+    missing_images = Counter(record.image_id for record in records if record.image_id not in store)
+    report = CoverageReport(
+        kept_captions=len(kept),
+        skipped_captions=sum(missing_images.values()),
+        kept_images=len({record.image_id for record in kept}),
+        skipped_images=len(missing_images),
+        example_missing_ids=tuple(list(missing_images)[:EXAMPLE_IDS_SHOWN]),
+    )
+    if report.skipped_captions:
+        logger.warning("features from %s: %s", store.source, report)
+    return kept, store.rows(record.image_id for record in kept), report
+
+
+@dataclasses.dataclass(frozen=True)
+class Pca:
+    """A fitted PCA projection: ``(x - mean) @ components.T``."""
+
+    mean: np.ndarray
+    components: np.ndarray
+    explained_variance: np.ndarray
+
+    @property
+    def dim(self) -> int:
+        return self.components.shape[0]
+
+    def transform(self, features: np.ndarray) -> np.ndarray:
+        features = np.asarray(features, dtype=np.float32)
+        if features.ndim != 2 or features.shape[1] != self.mean.shape[0]:
+            raise ValueError(
+                f"PCA expects [N, {self.mean.shape[0]}] features, got {features.shape}"
+            )
+        return ((features - self.mean) @ self.components.T).astype(np.float32)
+
+    def save(self, path: str | Path) -> None:
+        with Path(path).open("wb") as file:  # a file object keeps numpy from appending ".npz"
+            np.savez(
+                file,
+                mean=self.mean,
+                components=self.components,
+                explained_variance=self.explained_variance,
+            )
+
+    @classmethod
+    def load(cls, path: str | Path) -> Pca:
+        with np.load(path, allow_pickle=False) as arrays:
+            return cls(arrays["mean"], arrays["components"], arrays["explained_variance"])
+
+
+def fit_pca(features: np.ndarray, dim: int) -> Pca:
+    """Fits PCA by SVD; pass the training rows only so no test statistics leak in.
+
+    Each component's sign is fixed (largest-magnitude loading positive), so the
+    same features give the same projection on every platform.
+    """
+    features = np.asarray(features, dtype=np.float64)
+    if features.ndim != 2:
+        raise ValueError(f"PCA expects a 2-D [N, D] array, got shape {features.shape}")
+    if not 1 <= dim <= min(features.shape):
+        raise ValueError(
+            f"PCA dim must be in [1, {min(features.shape)}] for {features.shape} features, got {dim}"
+        )
+    mean = features.mean(axis=0)
+    _, singular_values, components = np.linalg.svd(features - mean, full_matrices=False)
+    components = components[:dim]
+    signs = np.sign(components[np.arange(dim), np.argmax(np.abs(components), axis=1)])
+    components = components * signs[:, None]
+    explained_variance = singular_values[:dim] ** 2 / max(features.shape[0] - 1, 1)
+    return Pca(
+        mean.astype(np.float32),
+        components.astype(np.float32),
+        explained_variance.astype(np.float32),
+    )
+
+
+def coco_image_id(file_name: str) -> str | None:
+    """``COCO_val2014_000000000139.jpg`` -> ``"139"`` (the id used by the caption JSON)."""
+    match = COCO_FILE_NUMBER.search(file_name)
+    return str(int(match.group(1))) if match else None
+
+
+def coco_object_label_features(
+    path: str | Path, *, idf: bool = False, image_ids: Iterable[object] | None = None
+) -> FeatureStore:
+    """80-d multi-hot COCO object labels per image, a stand-in for CNN features.
+
+    Reads ``val2014_object_labels.json`` (a list of ``{"file_name", "labels"}``).
+    With ``idf`` each category is weighted by ``log(N / df)``, where N and df
+    count all images in the file, so the weights do not depend on ``image_ids``.
+    ``image_ids`` keeps only those images (in file order); ids absent from the
+    file are simply not in the store, and :func:`align_captions` reports them.
+    """
+    path = Path(path)
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise DataFormatError(path, f"cannot read as JSON: {error}") from error
+    if not isinstance(entries, list):
+        raise DataFormatError(path, "expected a JSON list of {file_name, labels} entries")
+    num_categories = len(COCO_CATEGORIES)
+    ids: list[str] = []
+    multi_hot = np.zeros((len(entries), num_categories), dtype=np.float32)
+    for position, entry in enumerate(entries):
+        file_name = entry.get("file_name") if isinstance(entry, dict) else None
+        image_id = coco_image_id(file_name) if isinstance(file_name, str) else None
+        labels = entry.get("labels") if isinstance(entry, dict) else None
+        if image_id is None or not isinstance(labels, list):
+            raise DataFormatError(
+                path, f"entry {position} is not {{file_name: COCO_..._<id>.jpg, labels: [...]}}"
+            )
+        for label in labels:
+            if (
+                isinstance(label, bool)
+                or not isinstance(label, int)
+                or not 0 <= label < num_categories
+            ):
+                raise DataFormatError(
+                    path,
+                    f"entry {position} ({file_name}): label {label!r} is not in 0..{num_categories - 1}",
+                )
+            multi_hot[position, label] = 1.0
+        ids.append(image_id)
+    source = COCO_LABELS_SOURCE
+    if idf:
+        document_frequency = multi_hot.sum(axis=0)
+        weights = np.where(
+            document_frequency > 0, np.log(len(entries) / np.maximum(document_frequency, 1)), 0.0
+        )
+        multi_hot *= weights.astype(np.float32)
+        source = COCO_LABELS_IDF_SOURCE
+    if image_ids is not None:
+        wanted = {str(image_id) for image_id in image_ids}
+        keep = [row for row, image_id in enumerate(ids) if image_id in wanted]
+        logger.info("%s: %d of %d requested images have labels", path, len(keep), len(wanted))
+        ids = [ids[row] for row in keep]
+        multi_hot = multi_hot[keep]
+    return FeatureStore.from_arrays(ids, multi_hot, source=f"{source}: {path}")
