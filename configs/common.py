@@ -119,3 +119,95 @@ def i2ce_files_config(arg: str | None, loss: str) -> ml_collections.ConfigDict:
         config.eval_every = 5
         config.data.dev_images = 50
     return config
+
+
+VTFN_ARGS = dict(
+    data_dir="../shared/data",
+    features="coco_object_labels",
+    loss="pearson",
+    captions="one",
+    lr=1e-3,
+    epochs=20.0,
+    dim=128,
+    glove="",
+    pivot=0.0,
+    image=1.0,
+    runlocal=False,
+)
+
+
+def vtfn_config(arg: str | None, encoder: str, source: str, **overrides) -> ml_collections.ConfigDict:
+    """VTFN (model.kind "vtfn") with ``encoder`` on ``source`` ("files" or "shapes_world").
+
+    Arguments: data_dir; features ("coco_object_labels" or a FeatureStore folder
+    written by vtfn_jax.extract_features); loss (any capsim.losses name);
+    captions ("one" per image, as in the paper, or "all"); lr; epochs; dim (N);
+    glove ("" | "package" | glove.*.txt path; sets the word-vector size to the
+    file's); pivot (weight of the caption-pivot loss); image (weight of the
+    image loss; 0 with pivot>0 is the CaptionPivot control); runlocal.
+    """
+    arg = parse_arg(arg, **{**VTFN_ARGS, **overrides})
+    config = ml_collections.ConfigDict()
+    trainer_defaults(config)
+    config.data = dict(
+        source=source,
+        data_dir=arg.data_dir,
+        shapes_world=dict(num_scenes=2000, seed=0),
+        coco_captions=("coco/captions_*.json",),
+        karpathy="",
+        karpathy_splits=("train", "restval"),
+        flickr8k_dir="",
+        flickr8k_splits=("train",),
+        features=arg.features,
+        object_labels="coco/val2014_object_labels.json",
+        object_labels_idf=True,
+        pca_dim=0,
+        captions_per_image=arg.captions,
+        dev_images=250,
+        test_images=500,
+        max_len=24,
+        min_count=2,
+        max_vocab=0,
+    )
+    word_dim = 50 if arg.glove else arg.dim
+    config.model = dict(
+        kind="vtfn",
+        encoder=encoder,
+        dim=arg.dim if not (arg.glove and encoder.startswith("bow")) else word_dim,
+        embed_dim=word_dim,
+        glove=arg.glove,
+        dropout=0.0 if encoder.startswith("bow") else 0.2,
+        cnn_widths=(1, 2, 3),
+        cnn_features=128,
+        cnn_pooling="max",
+    )
+    config.loss = dict(
+        name=arg.loss,
+        image_weight=arg.image,
+        pivot_weight=arg.pivot,
+        margin=0.2,
+        reduction="mean",
+        alpha=5.0,
+        temperature=0.05,
+    )
+    config.num_epochs = arg.epochs
+    config.optimizer.learning_rate = arg.lr
+    config.optimizer.decay_rate = 0.5
+    config.optimizer.decay_steps = 2000
+    config.optimizer.l2 = 1e-6
+    config.eval_every = 100
+    config.checkpoint_every = 500
+    config.early_stopping.patience = 5
+    config.eval = dict(
+        tasks=("same_diff", "retrieval", "sts") if source == "files" else ("same_diff", "retrieval", "shapes"),
+        sts_dir=arg.data_dir + "/sts",
+    )
+    if arg.runlocal:
+        config.data.shapes_world.num_scenes = 200
+        config.data.dev_images = 50
+        config.data.test_images = 50
+        config.num_steps = 10
+        config.batch_size = 16
+        config.log_every = 5
+        config.eval_every = 5
+    return config

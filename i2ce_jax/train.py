@@ -19,13 +19,13 @@ from absl import app, flags
 from ml_collections import config_flags
 
 from capsim.data import corpus as corpus_lib
+from capsim.data import glove
 from capsim.data.judgments import Judgment
 from capsim.data.pipeline import training_dataset
 from capsim.data.records import CaptionRecord
 from capsim.eval import judgment_harness
 from capsim.eval.correlation import format_table
 from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
-from capsim.text import Vocab
 from capsim.train import mesh as mesh_lib
 from capsim.train.loop import restore_best_or_latest, train_loop
 from capsim.train.writers import is_main_process, setup_logging
@@ -58,25 +58,6 @@ def load_corpora(
         train, dev = corpus_lib.hold_out_images(records, data.dev_images, config.seed)
         return train, dev, []
     raise ValueError(f"config.data.source must be 'shapes_world' or 'files', got {data.source!r}")
-
-
-def embedding_init(config: ml_collections.ConfigDict, vocab: Vocab) -> np.ndarray | None:
-    """GloVe vectors for the vocabulary when ``config.model.glove`` asks for them."""
-    if not config.model.glove:
-        return None
-    from capsim.data import glove
-
-    if config.model.glove == "package":
-        words, vectors = glove.load_glove_package()
-    else:
-        words, vectors = glove.load_glove_text(config.model.glove, vocab=vocab)
-    if vectors.shape[1] != config.model.embed_dim:
-        raise ValueError(
-            f"GloVe vectors are {vectors.shape[1]}-d but model.embed_dim={config.model.embed_dim}"
-        )
-    matrix, coverage = glove.embedding_matrix(vocab, words, vectors, seed=config.seed)
-    logging.info("GloVe covers %.1f%% of the vocabulary", 100 * coverage)
-    return matrix
 
 
 def make_example_fn(corpus: corpus_lib.EncodedCorpus):
@@ -147,7 +128,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
         global_batch_size=config.batch_size,
         seed=config.seed,
     )
-    model = build_model(config, len(vocab), embedding_init(config, vocab))
+    embedding_init = glove.vectors_for_vocab(
+        config.model.glove, vocab, config.model.embed_dim, seed=config.seed
+    )
+    model = build_model(config, len(vocab), embedding_init)
     result = train_loop(
         config, workdir, model, make_loss_fn(config), dataset, make_dev_eval(dev, config.seed)
     )

@@ -10,6 +10,7 @@ array, so tests and notebooks get real vectors without a download; the full
 from __future__ import annotations
 
 import functools
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -120,3 +121,19 @@ def embedding_matrix(
     n_words = len(vocab) - len(SPECIALS)
     coverage = float(found.sum()) / n_words if n_words else 0.0
     return matrix, coverage
+
+
+def vectors_for_vocab(source: str, vocab: Vocab, dim: int, seed: int = 0) -> np.ndarray | None:
+    """Initial word vectors for a model: None for ``""``, the offline package for
+    ``"package"``, else a ``glove.*.txt`` path. The vectors must be ``dim``-d."""
+    if not source:
+        return None
+    if source == "package":
+        words, vectors = load_glove_package()
+    else:
+        words, vectors = load_glove_text(source, vocab=vocab)
+    if vectors.shape[1] != dim:
+        raise ValueError(f"GloVe vectors from {source!r} are {vectors.shape[1]}-d, the model wants {dim}")
+    matrix, coverage = embedding_matrix(vocab, words, vectors, seed=seed)
+    logging.getLogger(__name__).info("GloVe (%s) covers %.1f%% of the vocabulary", source, 100 * coverage)
+    return matrix

@@ -1,0 +1,127 @@
+"""VTFN's data: captions with frozen image features, split by image.
+
+Images are split three ways: train (the model sees their captions and
+features), dev (early stopping) and test (same/different-image pairs and
+retrieval). Sources are the shapes world (its own splits and features) or
+caption files plus a feature store: COCO object labels (a coarse, real
+image-derived stand-in; every result on it says so) or user-extracted CNN
+features in the FeatureStore layout.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+import ml_collections
+import numpy as np
+
+from capsim.data import corpus as corpus_lib
+from capsim.data.records import CaptionRecord
+from capsim.text import Vocab
+from vtfn_jax.features import (
+    FeatureStore,
+    Pca,
+    align_captions,
+    coco_object_label_features,
+    fit_pca,
+)
+
+logger = logging.getLogger(__name__)
+
+SPLITS = ("train", "dev", "test")
+
+
+@dataclasses.dataclass
+class Split:
+    """Encoded captions of one image split, with each image's feature row."""
+
+    corpus: corpus_lib.EncodedCorpus
+    features: np.ndarray  # [len(corpus.image_ids), D], row k = image k
+
+
+@dataclasses.dataclass
+class VtfnData:
+    vocab: Vocab
+    splits: dict[str, Split]
+    feature_source: str
+    records: dict[str, list[CaptionRecord]]
+    world: object | None = None  # the ShapesWorld, for its evaluation sets
+    pca: Pca | None = None
+
+    @property
+    def image_dim(self) -> int:
+        return self.splits["train"].features.shape[1]
+
+
+def _feature_store(config: ml_collections.ConfigDict) -> FeatureStore:
+    data = config.data
+    root = Path(data.data_dir).expanduser()
+    if data.features == "coco_object_labels":
+        return coco_object_label_features(root / data.object_labels, idf=data.object_labels_idf)
+    return FeatureStore.load(Path(data.features).expanduser())
+
+
+def _split_records(config: ml_collections.ConfigDict):
+    """Caption records per split, the feature store, and the world (shapes only)."""
+    data = config.data
+    if data.source == "shapes_world":
+        from capsim.data.shapes_world import ShapesWorldConfig, generate_world
+
+        world = generate_world(
+            ShapesWorldConfig(num_scenes=data.shapes_world.num_scenes, seed=data.shapes_world.seed)
+        )
+        store = FeatureStore.from_arrays(world.image_ids, world.features, "shapes world features")
+        by_split = {"train": "train", "dev": "val", "test": "test"}
+        records = {s: [r for r in world.captions if r.split == by_split[s]] for s in SPLITS}
+        return records, store, world
+    if data.source != "files":
+        raise ValueError(f"config.data.source must be 'shapes_world' or 'files', got {data.source!r}")
+    store = _feature_store(config)
+    kept, _, report = align_captions(corpus_lib.load_caption_files(data), store)
+    logger.info("features (%s): %s", store.source, report)
+    rest, test = corpus_lib.hold_out_images(kept, data.test_images, config.seed)
+    train, dev = corpus_lib.hold_out_images(rest, data.dev_images, config.seed + 1)
+    return {"train": train, "dev": dev, "test": test}, store, None
+
+
+def one_caption_per_image(records: list[CaptionRecord], seed: int) -> list[CaptionRecord]:
+    """Keeps one fixed caption per image, so the image cannot pivot between captions."""
+    rng = np.random.default_rng(seed)
+    by_image: dict[str, list[CaptionRecord]] = {}
+    for record in records:
+        by_image.setdefault(record.image_id, []).append(record)
+    return [group[rng.integers(len(group))] for _, group in sorted(by_image.items())]
+
+
+def prepare_data(config: ml_collections.ConfigDict) -> VtfnData:
+    """Reads, splits, encodes and attaches features, deterministically from the config."""
+    data = config.data
+    records, store, world = _split_records(config)
+    if data.captions_per_image == "one":
+        records["train"] = one_caption_per_image(records["train"], config.seed)
+    elif data.captions_per_image != "all":
+        raise ValueError(f"data.captions_per_image must be 'one' or 'all', got {data.captions_per_image!r}")
+    vocab = corpus_lib.build_vocab(records["train"], data.min_count, data.max_vocab)
+    train_corpus = corpus_lib.encode_corpus(records["train"], vocab, data.max_len)
+    train_features = store.lookup(train_corpus.image_ids)
+    pca = fit_pca(train_features, data.pca_dim) if data.pca_dim else None
+
+    def features_of(image_ids: list[str]) -> np.ndarray:
+        features = store.lookup(image_ids)
+        return pca.transform(features) if pca else features
+
+    splits = {"train": Split(train_corpus, features_of(train_corpus.image_ids))}
+    for name in ("dev", "test"):
+        encoded = corpus_lib.encode_corpus(records[name], vocab, data.max_len)
+        splits[name] = Split(encoded, features_of(encoded.image_ids))
+    logger.info(
+        "VTFN data: vocabulary %d; %s; features %s (%d-d%s)",
+        len(vocab),
+        ", ".join(f"{s} {len(splits[s].corpus)} captions / {len(splits[s].features)} images" for s in SPLITS),
+        store.source,
+        store.dim,
+        f", PCA to {data.pca_dim}" if pca else "",
+    )
+    return VtfnData(vocab, splits, store.source, records, world, pca)

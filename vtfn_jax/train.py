@@ -1,0 +1,181 @@
+"""Train VTFN or a baseline: ``python -m vtfn_jax.train --config=configs/coco_bow.py --workdir=...``.
+
+``train_and_evaluate(config, workdir)`` prepares the data, trains the model
+kind named by ``config.model.kind`` (``vtfn`` or a baseline from
+``vtfn_jax.baselines``), evaluates it with ``vtfn_jax.evaluate`` and writes
+``results.json``. Every kind ends as an Embedder, so all go through the same
+evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable
+from pathlib import Path
+
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from absl import app, flags
+from ml_collections import config_flags
+
+from capsim.data import glove
+from capsim.data.pipeline import training_dataset
+from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
+from capsim.text import Vocab
+from capsim.train import mesh as mesh_lib
+from capsim.train.checkpoint import Checkpointer, find_model_checkpoint
+from capsim.train.loop import restore_best_or_latest, train_loop
+from capsim.train.writers import is_main_process, setup_logging
+from vtfn_jax import baselines
+from vtfn_jax.data import Split, VtfnData, prepare_data
+from vtfn_jax.embedders import TokenEmbedder
+from vtfn_jax.evaluate import evaluate_embedder
+from vtfn_jax.model import VTFN, build_model, make_loss_fn
+
+logger = logging.getLogger(__name__)
+
+VOCAB_FILE = "vocab.json"
+DEV_PAIRS = 1000
+
+
+def make_example_fn(split: Split, pivot: bool):
+    """One caption with its image's features (and, for the pivot loss, another caption of it)."""
+    corpus = split.corpus
+
+    def make_example(row: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        image = corpus.image_index[row]
+        example = {
+            "ids": corpus.ids[row],
+            "mask": corpus.mask[row],
+            "features": split.features[image],
+            "group": np.int32(image),
+        }
+        if pivot:
+            siblings = corpus.captions_of_image[image]
+            others = siblings[siblings != row]
+            other = rng.choice(others) if len(others) else row
+            example["pivot_ids"], example["pivot_mask"] = corpus.ids[other], corpus.mask[other]
+        return example
+
+    return make_example
+
+
+def _embed_text(model: VTFN, ids, mask):
+    return model.embed_text(ids, mask)
+
+
+def image_embedder(model: VTFN) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda features: np.asarray(model.embed_image(jnp.asarray(features)))
+
+
+def make_dev_eval(data: VtfnData, config: ml_collections.ConfigDict):
+    """Early stopping on held-out images: same-image AUC of their captions."""
+    dev = data.splits["dev"].corpus
+    pairs = make_same_diff_pairs(dev.texts_by_image(), num_pairs=DEV_PAIRS, seed=config.seed)
+
+    def evaluate(model: VTFN) -> dict[str, float]:
+        result = evaluate_same_diff(TokenEmbedder(model, data.vocab, _embed_text).embed, pairs)
+        return {"dev/same_image_auc": result["auc"], "dev/same_image_pearson": result["pearson"]}
+
+    return evaluate
+
+
+def _model_for(config: ml_collections.ConfigDict, data: VtfnData) -> VTFN:
+    init = glove.vectors_for_vocab(
+        config.model.glove, data.vocab, config.model.embed_dim, seed=config.seed
+    )
+    return build_model(config, len(data.vocab), data.image_dim, init)
+
+
+def train_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
+    """Trains the text tower and W; returns (text embedder, image embedder, train summary)."""
+    train = data.splits["train"]
+    if config.num_steps < 0:
+        config.num_steps = math.ceil(config.num_epochs * len(train.corpus) / config.batch_size)
+    dataset = training_dataset(
+        range(len(train.corpus)),
+        make_example_fn(train, pivot=config.loss.pivot_weight > 0),
+        global_batch_size=config.batch_size,
+        seed=config.seed,
+    )
+    model = _model_for(config, data)
+    result = train_loop(
+        config, workdir, model, make_loss_fn(config), dataset, make_dev_eval(data, config)
+    )
+    restore_best_or_latest(workdir, model)
+    summary = {
+        "steps": result.step,
+        "stopped_early": result.stopped_early,
+        "best_dev_same_image_auc": result.best_metric,
+        "train_examples_per_second": result.examples_per_second,
+    }
+    return TokenEmbedder(model, data.vocab, _embed_text), image_embedder(model), summary
+
+
+def load_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
+    model = _model_for(config, data)
+    manager = Checkpointer(find_model_checkpoint(workdir), read_only=True)
+    manager.restore(model=model)
+    manager.close()
+    return TokenEmbedder(model, data.vocab, _embed_text), image_embedder(model)
+
+
+KINDS = {"vtfn": (train_vtfn, load_vtfn), **baselines.KINDS}
+
+
+def _kind(config: ml_collections.ConfigDict):
+    if config.model.kind not in KINDS:
+        raise KeyError(f"unknown model.kind {config.model.kind!r}; known: {sorted(KINDS)}")
+    return KINDS[config.model.kind]
+
+
+def load_trained(config: ml_collections.ConfigDict, workdir: str | Path):
+    """(data, embedder, image embedder or None) of a finished run, for re-evaluation."""
+    workdir = Path(workdir)
+    data = prepare_data(config)
+    saved = Vocab.load(workdir / VOCAB_FILE)
+    if saved.itos != data.vocab.itos:
+        raise ValueError(f"{workdir / VOCAB_FILE} does not match the vocabulary its config builds")
+    embedder, image_embed = _kind(config)[1](config, workdir, data)
+    return data, embedder, image_embed
+
+
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -> dict:
+    """Trains the configured kind, evaluates it on ``config.eval.tasks``, writes results.json."""
+    mesh_lib.maybe_initialize_distributed()
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    data = prepare_data(config)
+    if is_main_process():
+        data.vocab.save(workdir / VOCAB_FILE)
+    embedder, image_embed, summary = _kind(config)[0](config, workdir, data)
+    results = evaluate_embedder(embedder, data, config, config.eval.tasks, image_embed)
+    results["train"] = summary
+    results["model"] = config.model.kind
+    if is_main_process():
+        (workdir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+        print(json.dumps({k: v for k, v in results.items() if k != "sts"}, indent=1), flush=True)
+    return results
+
+
+_CONFIG = config_flags.DEFINE_config_file("config", None, "Config file.", lock_config=True)
+_WORKDIR = flags.DEFINE_string("workdir", None, "Where checkpoints, logs and results go.")
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) > 1:
+        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
+    setup_logging()
+    train_and_evaluate(_CONFIG.value, _WORKDIR.value)
+
+
+def cli() -> None:
+    flags.mark_flags_as_required(["config", "workdir"])
+    app.run(main)
+
+
+if __name__ == "__main__":
+    cli()
