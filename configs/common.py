@@ -96,9 +96,9 @@ def i2ce_files_config(arg: str | None, loss: str) -> ml_collections.ConfigDict:
         flickr8k_dir="flickr8k",
         flickr8k_splits=("train",),
         dev_images=500,
-        max_len=24,
-        min_count=3,
-        max_vocab=8000,
+        max_len=20,
+        min_count=5,
+        max_vocab=6000,
     )
     embed_dim = 50 if arg.glove else 128
     config.model = dict(embed_dim=embed_dim, hidden_dim=256, dropout=0.0, glove=arg.glove)
