@@ -15,8 +15,6 @@ from pathlib import Path
 
 import ml_collections
 import numpy as np
-from absl import app, flags
-from ml_collections import config_flags
 
 from capsim.data import corpus as corpus_lib
 from capsim.data import glove
@@ -27,8 +25,9 @@ from capsim.eval import judgment_harness
 from capsim.eval.correlation import format_table
 from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
 from capsim.train import mesh as mesh_lib
+from capsim.train.entry import run_training_cli
 from capsim.train.loop import restore_best_or_latest, train_loop
-from capsim.train.writers import is_main_process, setup_logging
+from capsim.train.writers import is_main_process
 from i2ce_jax.model import I2CEAutoencoder, build_model, make_loss_fn
 from i2ce_jax.scorer import VOCAB_FILE, I2CEScorer, encode_rows
 
@@ -64,16 +63,13 @@ def make_example_fn(corpus: corpus_lib.EncodedCorpus):
     """An anchor caption plus a different caption of the same image (when it has one)."""
 
     def make_example(row: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        image = corpus.image_index[row]
-        siblings = corpus.captions_of_image[image]
-        others = siblings[siblings != row]
-        similar = rng.choice(others) if len(others) else row
+        similar = corpus.other_caption(row, rng)
         return {
             "anchor_ids": corpus.ids[row],
             "anchor_mask": corpus.mask[row],
             "similar_ids": corpus.ids[similar],
             "similar_mask": corpus.mask[similar],
-            "group": np.int32(image),
+            "group": corpus.image_index[row],
         }
 
     return make_example
@@ -155,20 +151,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
     return summary
 
 
-_CONFIG = config_flags.DEFINE_config_file("config", None, "Config file.", lock_config=True)
-_WORKDIR = flags.DEFINE_string("workdir", None, "Where checkpoints, logs and results go.")
-
-
-def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    setup_logging()
-    train_and_evaluate(_CONFIG.value, _WORKDIR.value)
-
-
 def cli() -> None:
-    flags.mark_flags_as_required(["config", "workdir"])
-    app.run(main)
+    run_training_cli(train_and_evaluate)
 
 
 if __name__ == "__main__":

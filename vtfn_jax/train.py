@@ -18,8 +18,6 @@ from pathlib import Path
 import jax.numpy as jnp
 import ml_collections
 import numpy as np
-from absl import app, flags
-from ml_collections import config_flags
 
 from capsim.data import glove
 from capsim.data.pipeline import training_dataset
@@ -27,8 +25,9 @@ from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
 from capsim.text import Vocab
 from capsim.train import mesh as mesh_lib
 from capsim.train.checkpoint import Checkpointer, find_model_checkpoint
+from capsim.train.entry import run_training_cli
 from capsim.train.loop import restore_best_or_latest, train_loop
-from capsim.train.writers import is_main_process, setup_logging
+from capsim.train.writers import is_main_process
 from vtfn_jax import baselines
 from vtfn_jax.data import Split, VtfnData, prepare_data
 from vtfn_jax.embedders import TokenEmbedder
@@ -54,9 +53,7 @@ def make_example_fn(split: Split, pivot: bool):
             "group": np.int32(image),
         }
         if pivot:
-            siblings = corpus.captions_of_image[image]
-            others = siblings[siblings != row]
-            other = rng.choice(others) if len(others) else row
+            other = corpus.other_caption(row, rng)
             example["pivot_ids"], example["pivot_mask"] = corpus.ids[other], corpus.mask[other]
         return example
 
@@ -161,20 +158,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
     return results
 
 
-_CONFIG = config_flags.DEFINE_config_file("config", None, "Config file.", lock_config=True)
-_WORKDIR = flags.DEFINE_string("workdir", None, "Where checkpoints, logs and results go.")
-
-
-def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    setup_logging()
-    train_and_evaluate(_CONFIG.value, _WORKDIR.value)
-
-
 def cli() -> None:
-    flags.mark_flags_as_required(["config", "workdir"])
-    app.run(main)
+    run_training_cli(train_and_evaluate)
 
 
 if __name__ == "__main__":

@@ -98,6 +98,12 @@ class EncodedCorpus:
     def __len__(self) -> int:
         return len(self.records)
 
+    def other_caption(self, row: int, rng: np.random.Generator) -> int:
+        """A random different caption of row's image (row itself when the image has one caption)."""
+        siblings = self.captions_of_image[self.image_index[row]]
+        others = siblings[siblings != row]
+        return int(rng.choice(others)) if len(others) else row
+
     def texts_by_image(self) -> dict[str, list[str]]:
         return {
             image_id: [self.records[i].text for i in rows]
