@@ -23,11 +23,13 @@ def training_dataset(
     """Examples from ``source`` in a new random order each epoch, this process's share only.
 
     ``make_example(item, rng)`` turns one source item into a dict of arrays; its
-    ``rng`` is derived from the seed and the item's position, so runs repeat
+    ``rng`` is derived from the seed and the item's global position, so runs repeat
     exactly and the iterator state (saved in checkpoints) resumes exactly.
     """
     dataset = grain.MapDataset.source(source).seed(seed).shuffle().repeat(num_epochs)
-    dataset = dataset[jax.process_index() :: jax.process_count()]
+    # Random choices are made before the process split, so each example is the
+    # same whatever the number of processes.
     dataset = dataset.random_map(make_example)
+    dataset = dataset[jax.process_index() :: jax.process_count()]
     dataset = dataset.batch(local_batch_size(global_batch_size), drop_remainder=True)
     return dataset.to_iter_dataset()

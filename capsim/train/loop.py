@@ -129,7 +129,7 @@ def train_loop(
         logging.info("resumed from %s at step %d", checkpoints.directory, step)
 
     graphdef, state = nnx.split((model, optimizer))
-    state = jax.device_put(state, mesh_lib.replicated(mesh))
+    state = mesh_lib.replicate(state, mesh)
     train_step = make_train_step(graphdef, loss_fn, mesh)
     base_key = jax.random.key(config.seed)
     writer = MetricWriter(workdir)
@@ -138,55 +138,60 @@ def train_loop(
     stopped_early, last_loss, speeds = False, math.nan, []
 
     def sync_objects() -> None:
+        """Global (replicated) arrays into the live objects, for checkpointing."""
         nnx.update((model, optimizer), state)
+
+    def local_model() -> nnx.Module:
+        """A copy of the model on this process's devices only, for host-side evaluation."""
+        eval_model, _ = nnx.merge(graphdef, mesh_lib.to_local(state))
+        eval_model.eval()
+        return eval_model
 
     def meta() -> dict[str, Any]:
         return {"best_metric": best_metric, "evals_without_gain": evals_without_gain}
 
-    with jax.set_mesh(mesh):
-        while step < config.num_steps:
-            batch = mesh_lib.global_batch(next(data_iter), mesh)
-            state, metrics = train_step(state, batch, jax.random.fold_in(base_key, step))
-            step += 1
-            done = step == config.num_steps
-            if step % config.log_every == 0 or done:
-                scalars = {k: float(v) for k, v in jax.device_get(metrics).items()}
-                last_loss = scalars["loss"]
-                if not np.isfinite(last_loss):
-                    checkpoints.wait()
-                    raise FloatingPointError(
-                        f"loss became {last_loss} at step {step}; stopping. The last good "
-                        f"checkpoint (step {checkpoints.latest_step()}) is in "
-                        f"{checkpoints.directory}. Try a lower learning rate or clip_norm."
-                    )
-                speeds.append(progress.report(step, last_loss))
-                writer.write(step, {f"train/{k}": v for k, v in scalars.items()})
-            if evaluate and (step % config.eval_every == 0 or done):
-                sync_objects()
-                model.eval()
-                results = {k: float(v) for k, v in evaluate(model).items()}
-                history.append({"step": step, **results})
-                writer.write(step, results)
-                value = results[es.metric]
-                logging.info("step %d eval %s", step, results)
-                if _improved(value, best_metric, es.mode):
-                    best_metric, evals_without_gain = value, 0
-                    best_checkpoints.save(step, model=model, meta={es.metric: value})
-                    best_checkpoints.wait()
-                else:
-                    evals_without_gain += 1
-                    stopped_early = bool(es.patience) and evals_without_gain >= es.patience
-            if step % config.checkpoint_every == 0 or done or stopped_early:
-                sync_objects()
-                checkpoints.save(
-                    step, model=model, optimizer=optimizer, data_iterator=data_iter, meta=meta()
-                )
+    while step < config.num_steps:
+        batch = mesh_lib.global_batch(next(data_iter), mesh)
+        state, metrics = train_step(state, batch, jax.random.fold_in(base_key, step))
+        step += 1
+        done = step == config.num_steps
+        if step % config.log_every == 0 or done:
+            scalars = {k: float(v) for k, v in mesh_lib.to_local(metrics).items()}
+            last_loss = scalars["loss"]
+            if not np.isfinite(last_loss):
                 checkpoints.wait()
-            if stopped_early:
-                logging.info("early stopping at step %d: %s did not improve", step, es.metric)
-                break
+                raise FloatingPointError(
+                    f"loss became {last_loss} at step {step}; stopping. The last good "
+                    f"checkpoint (step {checkpoints.latest_step()}) is in "
+                    f"{checkpoints.directory}. Try a lower learning rate or clip_norm."
+                )
+            speeds.append(progress.report(step, last_loss))
+            writer.write(step, {f"train/{k}": v for k, v in scalars.items()})
+        if evaluate and (step % config.eval_every == 0 or done):
+            results = {k: float(v) for k, v in evaluate(local_model()).items()}
+            history.append({"step": step, **results})
+            writer.write(step, results)
+            value = results[es.metric]
+            logging.info("step %d eval %s", step, results)
+            if _improved(value, best_metric, es.mode):
+                best_metric, evals_without_gain = value, 0
+                sync_objects()
+                best_checkpoints.save(step, model=model, meta={es.metric: value})
+                best_checkpoints.wait()
+            else:
+                evals_without_gain += 1
+                stopped_early = bool(es.patience) and evals_without_gain >= es.patience
+        if step % config.checkpoint_every == 0 or done or stopped_early:
+            sync_objects()
+            checkpoints.save(
+                step, model=model, optimizer=optimizer, data_iterator=data_iter, meta=meta()
+            )
+            checkpoints.wait()
+        if stopped_early:
+            logging.info("early stopping at step %d: %s did not improve", step, es.metric)
+            break
 
-    sync_objects()
+    nnx.update((model, optimizer), mesh_lib.to_local(state))
     model.eval()
     writer.close()
     checkpoints.close()

@@ -78,3 +78,30 @@ def global_batch(local: Mapping[str, np.ndarray], mesh: Mesh) -> dict[str, jax.A
     """Assembles each process's slice of the batch into one global, data-sharded array."""
     sharding = data_sharding(mesh)
     return {k: jax.make_array_from_process_local_data(sharding, v) for k, v in local.items()}
+
+
+def _is_key(x: jax.Array) -> bool:
+    return jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def replicate(tree, mesh: Mesh):
+    """Places identical per-process values (same seed everywhere) as replicated global arrays.
+
+    ``jax.device_put`` cannot target devices of other processes, so each process
+    contributes its own copy through ``make_array_from_process_local_data``.
+    PRNG key leaves travel as their raw key data.
+    """
+    sharding = replicated(mesh)
+
+    def put(x):
+        if _is_key(x):
+            data = put(jax.random.key_data(x))
+            return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+        return jax.make_array_from_process_local_data(sharding, np.asarray(x))
+
+    return jax.tree.map(put, tree)
+
+
+def to_local(tree):
+    """This process's copy of replicated arrays, for host-side evaluation and scoring."""
+    return jax.tree.map(lambda x: x.addressable_data(0), tree)

@@ -1,0 +1,196 @@
+"""VTFN figures: shapes world, COCO (object-label features) and STS 2012-2016.
+
+    python bench/vtfn_quality.py --data_dir ../shared/data [--only shapes,coco] [--skip_ablation]
+
+Trains every model through ``vtfn_jax.train.train_and_evaluate`` (the same
+harness users run), then writes bench/results/vtfn.json and the VTFN section
+of bench/RESULTS.md. Real-data VTFN models are trained on COCO val2017 captions
+with COCO *object labels* as the image features (80-d multi-hot, IDF-weighted):
+no CNN features of COCO images exist on this machine, so these are a coarse,
+real, image-derived stand-in, not InceptionV3. Test images (500) and dev images
+(250, for early stopping) are held out of training; STS is never trained or
+tuned on. The ablation (encoder × loss on the shapes world) runs through the
+local sweep runner.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from capsim.eval.correlation import format_table
+from vtfn_jax.train import train_and_evaluate
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+RESULTS_JSON = BENCH_DIR / "results" / "vtfn.json"
+RESULTS_MD = BENCH_DIR / "RESULTS.md"
+SECTION = "## VTFN"
+
+# Baselines on real data train on COCO val2017 plus Flickr8k train captions.
+TEXT_BASELINE_DATA = "flickr8k=true"
+
+# model name -> (config module, extra config argument). "one" caption per image is the paper's setting.
+COCO_MODELS = {
+    "VTFN-BOW": ("coco_bow", "captions=one"),
+    "VTFN-GRU": ("coco_gru", "captions=one"),
+    "VTFN-LSTM": ("coco_lstm", "captions=one"),
+    "VTFN-CNN": ("coco_cnn", "captions=one"),
+    "VTFN-BOW (5 captions)": ("coco_bow", "captions=all,epochs=4"),
+    "VTFN-GRU (5 captions)": ("coco_gru", "captions=all,epochs=4"),
+    "VTFN-CNN (5 captions)": ("coco_cnn", "captions=all,epochs=4"),
+    "VTFN-BOW+pivot": ("coco_bow", "captions=all,epochs=4,pivot=1.0"),
+    "CaptionPivot": ("coco_bow", "captions=all,epochs=4,pivot=1.0,image=0.0"),
+    "word2vec": ("baseline_word2vec", TEXT_BASELINE_DATA),
+    "PureTextRNN": ("baseline_pure_text_rnn", TEXT_BASELINE_DATA),
+    "PinModelA": ("baseline_pin_model_a", "captions=all"),
+    "GloVe-50d-R": ("baseline_glove_r", TEXT_BASELINE_DATA),
+    "GloVe-50d-NR": ("baseline_glove_nr", ""),
+}
+SHAPES_MODELS = {
+    "VTFN-BOW": ("demo_bow", ""),
+    "VTFN-GRU": ("demo_gru", ""),
+    "VTFN-LSTM": ("demo_lstm", ""),
+    "VTFN-CNN": ("demo_cnn", ""),
+    "CaptionPivot": ("demo_bow", "captions=all,pivot=1.0,image=0.0"),
+    "word2vec": ("baseline_word2vec", "source=shapes_world"),
+    "PureTextRNN": ("baseline_pure_text_rnn", "source=shapes_world"),
+}
+STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
+STS_KEYS = ("pearson_mean", "spearman_mean", "spearman_wmean", "spearman_all")
+
+
+def run_model(module: str, arg: str, workdir: Path) -> dict:
+    config = importlib.import_module(f"configs.{module}").get_config(arg)
+    start = time.perf_counter()
+    results = train_and_evaluate(config, workdir)
+    results["seconds"] = time.perf_counter() - start
+    results["config"] = f"configs/{module}.py:{arg}"
+    return results
+
+
+def shapes_row(r: dict) -> dict:
+    return {k: r["shapes"][k] for k in ("graded_spearman", "synonym_spearman", "same_diff_auc")}
+
+
+def coco_row(r: dict) -> dict:
+    retrieval = r.get("retrieval")
+    return {
+        "same_diff_pearson": r["same_diff"]["pearson"],
+        "same_diff_auc": r["same_diff"]["auc"],
+        "mrr_caption_to_image": retrieval["c2i_mrr"] if retrieval else None,
+    }
+
+
+def sts_row(r: dict) -> dict:
+    out = {year: {k: r["sts"][year][k] for k in STS_KEYS} for year in STS_YEARS}
+    out["images"] = {
+        f"{year}-images": r["sts"][year]["subsets"]["images"]["spearman"]
+        for year in ("STS14", "STS15")
+    }
+    out["avg2016"] = r["sts"]["avg2016"]
+    return out
+
+
+def update_results_md(section: str) -> None:
+    text = RESULTS_MD.read_text() if RESULTS_MD.exists() else "# Benchmark results\n"
+    if SECTION + "\n" in text:
+        head, _, rest = text.partition(SECTION + "\n")
+        tail = rest.split("\n## ", 1)
+        text = head + section + ("\n## " + tail[1] if len(tail) > 1 else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    RESULTS_MD.write_text(text)
+
+
+def run_ablation(workdir: Path, data_dir: str) -> str:
+    """Encoder × loss on the shapes world via the local sweep runner; returns its markdown table."""
+    out = workdir / "ablation"
+    cmd = [
+        sys.executable, "-m", "launch.sweep",
+        f"--config=configs/sweep_vtfn.py:dataset=shapes_world,data_dir={data_dir}",
+        f"--workdir={out}",
+    ]
+    subprocess.run(cmd, cwd=REPO, check=False)
+    table = out / "results.md"
+    return table.read_text() if table.exists() else "(ablation failed: see its logs)\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data_dir", default="../shared/data")
+    parser.add_argument("--workdir", default="/tmp/vtfn_bench")
+    parser.add_argument("--only", default="shapes,coco", help="which of shapes,coco to run")
+    parser.add_argument("--skip_ablation", action="store_true")
+    args = parser.parse_args()
+    logging.getLogger().setLevel(logging.WARNING)
+    data_dir = str(Path(args.data_dir).resolve())
+    workdir = Path(args.workdir)
+    parts = set(args.only.split(","))
+    previous = json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {}
+    result = {k: previous.get(k, {}) for k in ("shapes_world", "coco_objects", "sts")}
+    runs: list[dict] = []
+
+    if "shapes" in parts:
+        for name, (module, arg) in SHAPES_MODELS.items():
+            r = run_model(module, arg, workdir / "shapes" / name)
+            result["shapes_world"][name] = shapes_row(r)
+            runs.append({"part": "shapes", "model": name, "config": r["config"], "seconds": r["seconds"]})
+            print(name, json.dumps(result["shapes_world"][name]), flush=True)
+    if "coco" in parts:
+        for name, (module, arg) in COCO_MODELS.items():
+            full_arg = ",".join(filter(None, [f"data_dir={data_dir}", arg]))
+            r = run_model(module, full_arg, workdir / "coco" / name)
+            result["coco_objects"][name] = coco_row(r)
+            result["sts"][name] = sts_row(r)
+            runs.append({"part": "coco", "model": name, "config": r["config"], "seconds": r["seconds"]})
+            print(name, json.dumps(result["coco_objects"][name]), flush=True)
+
+    RESULTS_JSON.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS_JSON.write_text(json.dumps(result, indent=2) + "\n")
+    ablation = "" if args.skip_ablation else run_ablation(workdir, data_dir)
+    update_results_md(render(result, runs, ablation, args))
+
+
+def render(result: dict, runs: list[dict], ablation: str, args) -> str:
+    shapes = format_table(
+        [{"model": m, **row} for m, row in result["shapes_world"].items()],
+        ["model", "graded_spearman", "synonym_spearman", "same_diff_auc"],
+    )
+    coco = format_table(
+        [
+            {"model": m, **row, **result["sts"].get(m, {}).get("images", {})}
+            for m, row in result["coco_objects"].items()
+        ],
+        ["model", "same_diff_pearson", "same_diff_auc", "mrr_caption_to_image",
+         "STS14-images", "STS15-images"],
+    )
+    sts = format_table(
+        [
+            {"model": m, **{y: r[y]["spearman_mean"] for y in STS_YEARS}, "avg2016": r["avg2016"]}
+            for m, r in result["sts"].items()
+        ],
+        ["model", *STS_YEARS, "avg2016"],
+    )
+    run_table = format_table(runs, ["part", "model", "config", "seconds"]) if runs else ""
+    return (
+        f"{SECTION}\n\nCommand: `python bench/vtfn_quality.py --data_dir ../shared/data"
+        f"{' --only ' + args.only if args.only != 'shapes,coco' else ''}`. All correlations × 100.\n\n"
+        "### Shapes world (test scenes)\n\n" + shapes + "\n\n"
+        "### COCO val2017, object-label features (not CNN features), 500 held-out test images\n\n"
+        + coco + "\n\n"
+        "### STS 2012-2016, Spearman × 100 (mean over subsets per year); avg2016 is Pearson\n\n"
+        + sts + "\n\n"
+        + (f"### Ablation: encoder × loss on the shapes world\n\n{ablation}\n" if ablation else "")
+        + (f"### Runs\n\n{run_table}\n" if run_table else "")
+    )
+
+
+if __name__ == "__main__":
+    main()

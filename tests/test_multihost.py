@@ -1,0 +1,72 @@
+"""Multi-host training: two processes on localhost (jax.distributed over gloo) match one."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+
+SCRIPT = """
+import json, sys
+import jax
+jax.config.update("jax_cpu_collectives_implementation", "gloo")
+from configs import i2ce_demo
+from i2ce_jax.train import train_and_evaluate
+config = i2ce_demo.get_config("runlocal")
+config.num_steps, config.log_every, config.eval_every = 3, 1, 3
+summary = train_and_evaluate(config, sys.argv[1])
+if jax.process_index() == 0:
+    losses = [json.loads(l)["train/loss"] for l in open(sys.argv[1] + "/metrics.jsonl") if "train/loss" in l]
+    print("LOSSES", json.dumps(losses), "TAU", summary["tau_c"]["I2CE"])
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(workdir: Path, env_extra: dict) -> subprocess.Popen:
+    env = dict(os.environ, JAX_PLATFORMS="cpu", **env_extra)
+    return subprocess.Popen(
+        [sys.executable, "-c", SCRIPT, str(workdir)],
+        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+
+
+def _result(proc: subprocess.Popen) -> tuple[list[float], float]:
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    line = out.split("LOSSES", 1)[1]
+    losses, tau = line.split("TAU")
+    return json.loads(losses), float(tau)
+
+
+def test_two_processes_match_one(tmp_path):
+    single = _result(_start(tmp_path / "single", {}))
+    port = _free_port()
+    procs = [
+        _start(
+            tmp_path / "multi",
+            {
+                "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}",
+                "JAX_NUM_PROCESSES": "2",
+                "JAX_PROCESS_ID": str(i),
+            },
+        )
+        for i in range(2)
+    ]
+    multi = _result(procs[0])
+    procs[1].communicate(timeout=600)
+    assert procs[1].returncode == 0
+    np.testing.assert_allclose(multi[0], single[0], rtol=1e-5)
+    np.testing.assert_allclose(multi[1], single[1], atol=1e-3)
+    assert (tmp_path / "multi" / "checkpoints").is_dir()
