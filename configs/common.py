@@ -211,3 +211,84 @@ def vtfn_config(arg: str | None, encoder: str, source: str, **overrides) -> ml_c
         config.log_every = 5
         config.eval_every = 5
     return config
+
+
+# The data arguments every baseline shares with VTFN (so splits and evaluation sets match).
+BASELINE_DATA_ARGS = ("data_dir", "features", "captions", "runlocal")
+_LANGUAGE_MODEL_ARGS = dict(
+    lr=VTFN_ARGS["lr"], epochs=VTFN_ARGS["epochs"], dim=VTFN_ARGS["dim"], glove=""
+)
+BASELINE_ARGS = {
+    "glove_avg": dict(glove="package", restricted=True),
+    "word2vec": dict(
+        dim=VTFN_ARGS["dim"],
+        algorithm="skipgram",
+        w2v_epochs=10,
+        w2v_min_count=2,
+        extra_flickr8k="",
+    ),
+    "pure_text_rnn": _LANGUAGE_MODEL_ARGS,
+    "pin_model_a": _LANGUAGE_MODEL_ARGS,
+}
+GLOVE_PACKAGE_DIM = 50
+W2V_RUNLOCAL_EPOCHS = 2
+LANGUAGE_MODEL_DROPOUT = 0.2
+
+
+def baseline_config(
+    arg: str | None, kind: str, source: str, **overrides
+) -> ml_collections.ConfigDict:
+    """A VTFN-paper baseline (``vtfn_jax.baselines.KINDS``) with VTFN's data and eval keys.
+
+    Shared arguments: data_dir, features, captions, runlocal (as for VTFN) and
+    source ("files" | "shapes_world", default ``source``). ``captions`` sets the
+    vocabulary and the language models' training captions as for VTFN; word2vec
+    always reads every caption of the training images. Per kind:
+      glove_avg      glove ("package" | glove.*.txt path), restricted (R: training vocabulary only)
+      word2vec       dim, algorithm ("skipgram" | "cbow"), w2v_epochs, w2v_min_count,
+                     extra_flickr8k (a Flickr8k folder under data_dir: its train captions are added)
+      pure_text_rnn, pin_model_a   lr, epochs, dim (GRU state = sentence vector), glove (word init)
+    Only ``config.model`` differs from VTFN's config (and there is no ``config.loss``).
+    """
+    if kind not in BASELINE_ARGS:
+        raise KeyError(f"unknown baseline kind {kind!r}; known: {sorted(BASELINE_ARGS)}")
+    defaults = {
+        **{key: VTFN_ARGS[key] for key in BASELINE_DATA_ARGS},
+        "source": source,
+        **BASELINE_ARGS[kind],
+    }
+    unknown = sorted(set(overrides) - set(defaults))
+    if unknown:
+        raise KeyError(
+            f"unknown overrides {unknown} for baseline {kind!r}; known: {sorted(defaults)}"
+        )
+    arg = parse_arg(arg, **{**defaults, **overrides})
+    shared = {key: value for key, value in arg.to_dict().items() if key in VTFN_ARGS}
+    config = vtfn_config(None, encoder="gru", source=arg.source, **shared)
+    del config.loss
+    model = dict(kind=kind)
+    if kind == "glove_avg":
+        model.update(glove=arg.glove, restricted=arg.restricted, dim=GLOVE_PACKAGE_DIM)
+    elif kind == "word2vec":
+        model.update(
+            dim=arg.dim,
+            w2v_algorithm=arg.algorithm,
+            w2v_epochs=W2V_RUNLOCAL_EPOCHS if arg.runlocal else arg.w2v_epochs,
+            w2v_min_count=arg.w2v_min_count,
+            extra_captions=dict(
+                coco_captions=(),
+                karpathy="",
+                karpathy_splits=("train", "restval"),
+                flickr8k_dir=arg.extra_flickr8k,
+                flickr8k_splits=("train",),
+            ),
+        )
+    else:
+        model.update(
+            dim=arg.dim,
+            embed_dim=GLOVE_PACKAGE_DIM if arg.glove else arg.dim,
+            glove=arg.glove,
+            dropout=LANGUAGE_MODEL_DROPOUT,
+        )
+    config.model = model
+    return config

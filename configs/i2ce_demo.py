@@ -35,7 +35,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     config.eval = dict(include_meteor=False)
     if arg.runlocal:
         config.data.shapes_world.num_scenes = 200
-        config.num_epochs = 1.0
+        config.num_epochs = 3.0
         config.batch_size = 16
         config.log_every = 5
         config.eval_every = 10

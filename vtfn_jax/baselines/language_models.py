@@ -1,0 +1,251 @@
+"""Caption language models: PureTextRNN and PinModelA (Mao et al., 2016), one GRU module.
+
+Both are GRU language models over captions (teacher forcing, per-token NLL).
+PureTextRNN starts from a zero state; PinModelA starts from ``tanh(W f + b)``
+of the caption's image feature ``f``, so the images shape what the GRU learns.
+
+The sentence embedding of both is the GRU state after the last word (the state
+that predicts ``</S>``), run from the zero state. For PinModelA that means no
+image at evaluation time: the test sentences (STS, held-out captions) have none,
+and the paper compares text-only embeddings.
+
+Training uses the shared ``train_loop`` on the harness's training captions
+(``data.splits["train"]``, so ``captions_per_image`` applies as for VTFN), with
+checkpoints and early stopping on the dev same-image AUC, as VTFN does; the dev
+perplexity is logged beside it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import optax
+from flax import nnx
+
+from capsim.data import glove
+from capsim.data.pipeline import training_dataset
+from capsim.encoders import RNNEncoder, scan_rnn, zero_carry
+from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
+from capsim.text import EOS_ID
+from capsim.train.checkpoint import Checkpointer, find_model_checkpoint
+from capsim.train.loop import restore_best_or_latest, train_loop
+from vtfn_jax.data import Split, VtfnData
+from vtfn_jax.embedders import TokenEmbedder
+
+DEV_PAIRS = 1000
+EVAL_BATCH = 256
+
+
+def reading_mask(ids: jax.Array, mask: jax.Array) -> jax.Array:
+    """The positions the GRU reads: ``<S>`` and the words, not ``</S>`` (nothing follows it)."""
+    return mask & (ids != EOS_ID)
+
+
+class CaptionLanguageModel(nnx.Module):
+    """Word vectors -> GRU -> next-token logits; with ``image_dim``, PinModelA's image start."""
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_dim: int,
+        hidden_dim: int,
+        *,
+        image_dim: int | None = None,
+        dropout: float = 0.0,
+        rngs: nnx.Rngs,
+        embedding_init: np.ndarray | None = None,
+    ):
+        # The encoder holds the word vectors (GloVe init), dropout and GRU cell; the language
+        # model drives them itself because it needs every step's output and its own start state.
+        self.rnn = RNNEncoder(
+            vocab_size,
+            embed_dim,
+            hidden_dim,
+            cell="gru",
+            dropout=dropout,
+            rngs=rngs,
+            embedding_init=embedding_init,
+        )
+        self.image_init = nnx.Linear(image_dim, hidden_dim, rngs=rngs) if image_dim else None
+        self.output = nnx.Linear(hidden_dim, vocab_size, rngs=rngs)
+
+    def _start(self, batch_size: int, features: jax.Array | None) -> jax.Array:
+        if features is None:
+            return zero_carry(self.rnn.cell, batch_size)
+        if self.image_init is None:
+            raise ValueError("this language model has no image projection; pass features=None")
+        return jnp.tanh(self.image_init(features))
+
+    def _run(self, ids: jax.Array, reading: jax.Array, features: jax.Array | None):
+        inputs = self.rnn.dropout(self.rnn.embed(ids) * reading[..., None].astype(jnp.float32))
+        return scan_rnn(self.rnn.cell, inputs, reading, self._start(ids.shape[0], features))
+
+    def next_token_logits(
+        self, ids: jax.Array, mask: jax.Array, features: jax.Array | None = None
+    ) -> jax.Array:
+        """[B, L-1, V]: logits at position t predict ``ids[:, t + 1]``."""
+        _, outputs = self._run(ids[:, :-1], reading_mask(ids, mask)[:, :-1], features)
+        return self.output(outputs)
+
+    def embed_text(self, ids: jax.Array, mask: jax.Array) -> jax.Array:
+        """[B, H]: the state after the last word, from the zero state (never an image)."""
+        final_state, _ = self._run(ids, reading_mask(ids, mask), None)
+        return final_state
+
+
+def token_nll(
+    model: CaptionLanguageModel, ids: jax.Array, mask: jax.Array, features: jax.Array | None
+) -> tuple[jax.Array, jax.Array]:
+    """Summed next-token NLL over the real targets (words and ``</S>``) and their count."""
+    logits = model.next_token_logits(ids, mask, features)
+    nll = optax.softmax_cross_entropy_with_integer_labels(logits, ids[:, 1:])
+    targets = mask[:, 1:].astype(jnp.float32)
+    return jnp.sum(nll * targets), jnp.sum(targets)
+
+
+def make_lm_loss(with_image: bool):
+    """``loss_fn(model, batch, key)``: mean NLL per target token (dropout keys live in the model)."""
+
+    def loss_fn(model: CaptionLanguageModel, batch: Mapping[str, jax.Array], key: jax.Array):
+        features = batch["features"] if with_image else None
+        total, count = token_nll(model, batch["ids"], batch["mask"], features)
+        loss = total / jnp.maximum(count, 1.0)
+        return loss, {"perplexity": jnp.exp(loss)}
+
+    return loss_fn
+
+
+@nnx.jit
+def _nll_batch(model, ids, mask, features):
+    return token_nll(model, ids, mask, features)
+
+
+def perplexity(model: CaptionLanguageModel, split: Split, with_image: bool) -> float:
+    """Per-token perplexity of a split's captions (with their images for PinModelA)."""
+    corpus = split.corpus
+    total, count = 0.0, 0.0
+    for start in range(0, len(corpus), EVAL_BATCH):
+        rows = np.arange(start, min(start + EVAL_BATCH, len(corpus)))
+        ids = np.zeros((EVAL_BATCH, corpus.ids.shape[1]), np.int32)
+        mask = np.zeros(ids.shape, bool)
+        ids[: len(rows)], mask[: len(rows)] = corpus.ids[rows], corpus.mask[rows]
+        features = None
+        if with_image:
+            features = np.zeros((EVAL_BATCH, split.features.shape[1]), np.float32)
+            features[: len(rows)] = split.features[corpus.image_index[rows]]
+        batch_total, batch_count = _nll_batch(model, ids, mask, features)
+        total, count = total + float(batch_total), count + float(batch_count)
+    return math.exp(total / max(count, 1.0))
+
+
+def _embed_text(model: CaptionLanguageModel, ids, mask):
+    return model.embed_text(ids, mask)
+
+
+def text_embedder(model: CaptionLanguageModel, data: VtfnData) -> TokenEmbedder:
+    return TokenEmbedder(model, data.vocab, _embed_text)
+
+
+def make_dev_eval(data: VtfnData, config: ml_collections.ConfigDict, with_image: bool):
+    """Dev same-image AUC/Pearson of the text embedding (for model selection) and dev perplexity."""
+    dev = data.splits["dev"]
+    pairs = make_same_diff_pairs(dev.corpus.texts_by_image(), num_pairs=DEV_PAIRS, seed=config.seed)
+
+    def evaluate(model: CaptionLanguageModel) -> dict[str, float]:
+        result = evaluate_same_diff(text_embedder(model, data).embed, pairs)
+        return {
+            "dev/same_image_auc": result["auc"],
+            "dev/same_image_pearson": result["pearson"],
+            "dev/perplexity": perplexity(model, dev, with_image),
+        }
+
+    return evaluate
+
+
+def build_language_model(
+    config: ml_collections.ConfigDict, data: VtfnData, with_image: bool
+) -> CaptionLanguageModel:
+    """Sizes from config.model: embed_dim (word vectors), dim (GRU state = sentence vector)."""
+    model_config = config.model
+    init = glove.vectors_for_vocab(
+        model_config.glove, data.vocab, model_config.embed_dim, seed=config.seed
+    )
+    return CaptionLanguageModel(
+        len(data.vocab),
+        model_config.embed_dim,
+        model_config.dim,
+        image_dim=data.image_dim if with_image else None,
+        dropout=model_config.dropout,
+        rngs=nnx.Rngs(params=config.seed, dropout=config.seed + 1),
+        embedding_init=init,
+    )
+
+
+def make_example_fn(split: Split, with_image: bool):
+    corpus = split.corpus
+
+    def make_example(row: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        example = {"ids": corpus.ids[row], "mask": corpus.mask[row]}
+        if with_image:
+            example["features"] = np.asarray(split.features[corpus.image_index[row]], np.float32)
+        return example
+
+    return make_example
+
+
+def _train(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, with_image: bool):
+    train = data.splits["train"]
+    if config.num_steps < 0:
+        config.num_steps = math.ceil(config.num_epochs * len(train.corpus) / config.batch_size)
+    dataset = training_dataset(
+        range(len(train.corpus)),
+        make_example_fn(train, with_image),
+        global_batch_size=config.batch_size,
+        seed=config.seed,
+    )
+    model = build_language_model(config, data, with_image)
+    evaluate = make_dev_eval(data, config, with_image)
+    result = train_loop(config, workdir, model, make_lm_loss(with_image), dataset, evaluate)
+    restore_best_or_latest(workdir, model)
+    metric = config.early_stopping.metric
+    # A resumed, already finished run has no history of its own, hence the default.
+    best = next((e for e in result.eval_history if e[metric] == result.best_metric), {})
+    summary = {
+        "steps": result.step,
+        "stopped_early": result.stopped_early,
+        f"best_{metric.replace('/', '_')}": result.best_metric,
+        "dev_perplexity": best.get("dev/perplexity"),
+        "last_train_loss": result.last_loss,
+        "train_examples_per_second": result.examples_per_second,
+    }
+    return text_embedder(model, data), None, summary
+
+
+def _load(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, with_image: bool):
+    model = build_language_model(config, data, with_image)
+    manager = Checkpointer(find_model_checkpoint(workdir), read_only=True)
+    manager.restore(model=model)
+    manager.close()
+    return text_embedder(model, data), None
+
+
+def train_pure_text_rnn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
+    return _train(config, workdir, data, with_image=False)
+
+
+def load_pure_text_rnn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
+    return _load(config, workdir, data, with_image=False)
+
+
+def train_pin_model_a(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
+    return _train(config, workdir, data, with_image=True)
+
+
+def load_pin_model_a(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
+    return _load(config, workdir, data, with_image=True)
