@@ -1,0 +1,346 @@
+"""Run a config's ablation grid as local processes and tabulate the results.
+
+    python -m launch.sweep --config=configs/sweep_vtfn.py:dataset=shapes_world \\
+        --workdir=runs/grid [--jobs 2] [--max_runs N] [--runlocal]
+
+The config file defines ``get_config(arg)`` and ``get_sweep(hyper, arg)``;
+``get_sweep`` returns one dict per job built with ``hyper.sweep`` and
+``hyper.product`` (big_vision's style). A key ``config.a.b`` becomes the
+command-line override ``--config.a.b=value`` (existing keys only: the config
+is locked); a key ``arg.name`` sets ``name=value`` in the job's config
+argument, for choices that ``get_config`` turns into several fields (an
+encoder sets its dropout, a dataset its evaluation tasks).
+
+Each job runs ``python -m vtfn_jax.train`` in ``WORKDIR/<job name>``, logging
+to ``log.txt`` there. A job whose folder already holds ``results.json`` is
+skipped, so rerunning the command resumes the grid; a failed job does not stop
+the others, but makes the exit code non-zero. At the end ``aggregate`` writes
+``WORKDIR/results.csv`` and ``WORKDIR/results.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import csv
+import dataclasses
+import hashlib
+import importlib.util
+import itertools
+import json
+import re
+import subprocess
+import sys
+import time
+import types
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+from capsim.eval.correlation import format_table
+
+TRAIN_MODULE = "vtfn_jax.train"
+CONFIG_PREFIX = "config."
+ARG_PREFIX = "arg."
+JOB_FILE = "job.json"
+RESULTS_FILE = "results.json"
+LOG_FILE = "log.txt"
+MAX_NAME_CHARS = 200
+NAME_HASH_CHARS = 8
+UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._+=,-]")
+
+# Table column -> path into a job's results.json.
+METRICS = {
+    "same_diff_auc": ("same_diff", "auc"),
+    "same_diff_pearson": ("same_diff", "pearson"),
+    "c2i_mrr": ("retrieval", "c2i_mrr"),
+    "shapes_graded_spearman": ("shapes", "graded_spearman"),
+    "shapes_synonym_spearman": ("shapes", "synonym_spearman"),
+    "dev_auc": ("train", "best_dev_same_image_auc"),
+    "steps": ("train", "steps"),
+}
+STS_AVERAGE = "avg2016"
+STS_YEAR_METRIC = "spearman_mean"
+
+
+def sweep(key: str, values: Sequence) -> list[dict]:
+    """One job per value of ``key``."""
+    return [{key: value} for value in values]
+
+
+def product(sweeps: Sequence[Sequence[Mapping]]) -> list[dict]:
+    """Every combination of the given sweeps, the last one varying fastest."""
+    return [
+        {k: v for job in combination for k, v in job.items()}
+        for combination in itertools.product(*sweeps)
+    ]
+
+
+hyper = types.SimpleNamespace(sweep=sweep, product=product)
+
+
+def param_label(key: str) -> str:
+    """``config.loss.name`` -> ``loss``, ``config.model.encoder`` -> ``encoder``, ``arg.x`` -> ``x``."""
+    parts = key.split(".")
+    return parts[-2] if parts[-1] == "name" and len(parts) > 2 else parts[-1]
+
+
+def job_name(params: Mapping[str, object]) -> str:
+    """``label=value`` pairs joined by commas, safe as a folder name."""
+    name = ",".join(f"{label}={value}" for label, value in params.items())
+    name = UNSAFE_NAME_CHARS.sub("_", name) or "job"
+    if len(name) > MAX_NAME_CHARS:
+        digest = hashlib.sha1(name.encode()).hexdigest()[:NAME_HASH_CHARS]
+        name = f"{name[: MAX_NAME_CHARS - NAME_HASH_CHARS - 1]}-{digest}"
+    return name
+
+
+def _flag_value(value: object) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
+
+
+def _merge_arg(arg: str, settings: Mapping[str, object]) -> str:
+    """Sets ``name=value`` items in a config argument, replacing earlier settings of the name."""
+    items = {item.partition("=")[0]: item for item in filter(None, arg.split(","))}
+    for name, value in settings.items():
+        items[name] = name if value is True else f"{name}={_flag_value(value)}"
+    return ",".join(items.values())
+
+
+@dataclasses.dataclass
+class Job:
+    name: str
+    params: dict[str, object]  # label -> swept value, for names and tables
+    config_arg: str
+    overrides: dict[str, object]  # dotted key under config -> value
+
+    def command(self, config_file: Path, workdir: Path) -> list[str]:
+        config = f"{config_file}:{self.config_arg}" if self.config_arg else str(config_file)
+        return [
+            sys.executable,
+            "-m",
+            TRAIN_MODULE,
+            f"--config={config}",
+            f"--workdir={workdir / self.name}",
+            *(f"--config.{key}={_flag_value(value)}" for key, value in self.overrides.items()),
+        ]
+
+
+def load_config_module(path: str | Path) -> types.ModuleType:
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"sweep config {path} does not exist")
+    spec = importlib.util.spec_from_file_location(f"sweep_config_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for needed in ("get_config", "get_sweep"):
+        if not hasattr(module, needed):
+            raise AttributeError(f"sweep config {path} defines no {needed}()")
+    return module
+
+
+def _check_overrides(module: types.ModuleType, job: Job) -> None:
+    """Builds the job's config and applies its overrides, so a bad key fails before any job runs."""
+    config = module.get_config(job.config_arg or None)
+    config.lock()
+    for key, value in job.overrides.items():
+        *parents, leaf = key.split(".")
+        node = config
+        for part in parents:
+            node = node[part]
+        if leaf not in node:
+            raise KeyError(f"job {job.name}: config has no field {key!r}")
+        node[leaf] = value
+
+
+def expand_grid(module: types.ModuleType, arg: str) -> list[Job]:
+    """The sweep's jobs, each checked against the config it overrides."""
+    jobs = []
+    for entry in module.get_sweep(hyper, arg or None):
+        settings, overrides, params = {}, {}, {}
+        for key, value in entry.items():
+            if key.startswith(ARG_PREFIX):
+                settings[key.removeprefix(ARG_PREFIX)] = value
+            elif key.startswith(CONFIG_PREFIX):
+                overrides[key.removeprefix(CONFIG_PREFIX)] = value
+            else:
+                raise KeyError(
+                    f"sweep key {key!r} must start with {CONFIG_PREFIX!r} or {ARG_PREFIX!r}"
+                )
+            params[param_label(key)] = value
+        if len(set(params)) != len(entry):
+            raise ValueError(f"sweep keys {sorted(entry)} share a column label; rename one")
+        jobs.append(Job(job_name(params), params, _merge_arg(arg, settings), overrides))
+    names = [job.name for job in jobs]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise ValueError(f"sweep has several jobs named {duplicates}")
+    for job in jobs:
+        _check_overrides(module, job)
+    return jobs
+
+
+def _write_json(path: Path, payload: dict) -> None:
+    path.write_text(json.dumps(payload, indent=2) + "\n")
+
+
+def run_job(job: Job, config_file: Path, workdir: Path) -> int:
+    """Runs one job to completion, its output in log.txt; returns the exit code."""
+    job_dir = workdir / job.name
+    job_dir.mkdir(parents=True, exist_ok=True)
+    command = job.command(config_file, workdir)
+    record = {"name": job.name, "params": job.params, "command": command}
+    _write_json(job_dir / JOB_FILE, record)
+    start = time.monotonic()
+    with open(job_dir / LOG_FILE, "w") as log:
+        log.write(" ".join(command) + "\n\n")
+        log.flush()
+        returncode = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode
+    _write_json(
+        job_dir / JOB_FILE,
+        {**record, "returncode": returncode, "seconds": round(time.monotonic() - start, 1)},
+    )
+    return returncode
+
+
+def _format_seconds(seconds: float) -> str:
+    minutes, seconds = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s"
+
+
+def run_sweep(
+    config: str,
+    workdir: str | Path,
+    jobs: int = 1,
+    max_runs: int | None = None,
+    runlocal: bool = False,
+) -> int:
+    """Expands and runs the grid; returns the number of failed jobs."""
+    config_file, _, arg = config.partition(":")
+    if runlocal:
+        arg = _merge_arg(arg, {"runlocal": True})
+    grid = expand_grid(load_config_module(config_file), arg)
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    pending = [job for job in grid if not (workdir / job.name / RESULTS_FILE).exists()]
+    done = len(grid) - len(pending)
+    if max_runs is not None:
+        pending = pending[:max_runs]
+    print(f"grid of {len(grid)}: {done} already done, running {len(pending)}", flush=True)
+    failed = []
+    start = time.monotonic()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
+    try:
+        futures = {pool.submit(run_job, job, Path(config_file), workdir): job for job in pending}
+        for finished, future in enumerate(concurrent.futures.as_completed(futures), 1):
+            job = futures[future]
+            ok = future.result() == 0
+            done += ok
+            if not ok:
+                failed.append(job)
+            elapsed = time.monotonic() - start
+            eta = elapsed / finished * (len(pending) - finished)
+            print(
+                f"[{finished}/{len(pending)}] {job.name}: {'ok' if ok else 'FAILED'}; "
+                f"grid {done}/{len(grid)} done, {_format_seconds(elapsed)} elapsed, "
+                f"ETA {_format_seconds(eta)}",
+                flush=True,
+            )
+    finally:  # on Ctrl-C, start no queued job
+        pool.shutdown(wait=True, cancel_futures=True)
+    aggregate(workdir)
+    print(f"wrote {workdir / 'results.csv'} and {workdir / 'results.md'}")
+    for job in failed:
+        print(f"FAILED {job.name}: see {workdir / job.name / LOG_FILE}", file=sys.stderr)
+    return len(failed)
+
+
+def _lookup(results: Mapping, path: Sequence[str]) -> object:
+    for part in path:
+        if not isinstance(results, Mapping) or results.get(part) is None:
+            return ""
+        results = results[part]
+    return results
+
+
+def _metrics(results: Mapping) -> dict[str, object]:
+    """The table's metrics of one results.json; STS adds per-year Spearman and avg2016."""
+    row = {column: _lookup(results, path) for column, path in METRICS.items()}
+    sts = results.get("sts") or {}
+    for year, scores in sts.items():
+        if isinstance(scores, Mapping):
+            row[f"{year}_spearman"] = scores[STS_YEAR_METRIC]
+    if STS_AVERAGE in sts:
+        row[STS_AVERAGE] = sts[STS_AVERAGE]
+    return row
+
+
+def _status(job_dir: Path, record: Mapping) -> str:
+    if (job_dir / RESULTS_FILE).exists():
+        return "ok"
+    return "failed" if "returncode" in record else "unfinished"
+
+
+def _union(keys: Iterable[Iterable[str]]) -> list[str]:
+    return list(dict.fromkeys(key for group in keys for key in group))
+
+
+def aggregate(workdir: str | Path) -> list[dict[str, object]]:
+    """One row per job folder under ``workdir``: swept values, status, metrics, log path.
+
+    Writes ``results.csv`` (every column) and ``results.md`` (the table, then
+    the failed jobs with their logs); missing metrics are empty.
+    """
+    workdir = Path(workdir)
+    jobs = []
+    for job_file in sorted(workdir.glob(f"*/{JOB_FILE}")):
+        record = json.loads(job_file.read_text())
+        status = _status(job_file.parent, record)
+        results_file = job_file.parent / RESULTS_FILE
+        metrics = _metrics(json.loads(results_file.read_text())) if status == "ok" else {}
+        jobs.append((record, status, metrics, job_file.parent / LOG_FILE))
+    param_columns = _union(record["params"] for record, *_ in jobs)
+    metric_columns = _union([METRICS, *(metrics for _, _, metrics, _ in jobs)])
+    columns = ["job", *param_columns, "status", *metric_columns, "log"]
+    rows = [
+        {
+            "job": record["name"],
+            **{column: record["params"].get(column, "") for column in param_columns},
+            "status": status,
+            **{column: metrics.get(column, "") for column in metric_columns},
+            "log": str(log),
+        }
+        for record, status, metrics, log in jobs
+    ]
+    with open(workdir / "results.csv", "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
+    table_columns = [c for c in columns if c not in ("job", "log")]
+    lines = [f"# Sweep results: {workdir}", "", format_table(rows, table_columns)]
+    failed = [row for row in rows if row["status"] == "failed"]
+    if failed:
+        lines += ["", "## Failed jobs", ""]
+        lines += [f"- `{row['job']}`: `{row['log']}`" for row in failed]
+    (workdir / "results.md").write_text("\n".join(lines) + "\n")
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", required=True, help="sweep config file[:arg]")
+    parser.add_argument("--workdir", required=True, help="one folder per job goes here")
+    parser.add_argument("--jobs", type=int, default=1, help="jobs running at once")
+    parser.add_argument("--max_runs", type=int, default=None, help="run at most this many jobs")
+    parser.add_argument(
+        "--runlocal", action="store_true", help="tiny jobs (adds runlocal to the arg)"
+    )
+    args = parser.parse_args(argv)
+    failed = run_sweep(args.config, args.workdir, args.jobs, args.max_runs, args.runlocal)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+"""launch.sweep: grid expansion, job names, aggregation, and a real tiny grid run."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from configs import common, sweep_vtfn
+from launch import sweep
+
+REPO = Path(__file__).resolve().parents[1]
+SWEEP_CONFIG = REPO / "configs" / "sweep_vtfn.py"
+TINY_GRID = "encoder=bow_sum+gru,loss=pearson+kendall,dataset=shapes_world"
+BAD_LOSS = "no_such_loss"
+
+
+def test_product_of_sweeps_varies_the_last_fastest():
+    grid = sweep.product([sweep.sweep("arg.a", [1, 2]), sweep.sweep("config.b", ["x", "y"])])
+    assert grid == [
+        {"arg.a": 1, "config.b": "x"},
+        {"arg.a": 1, "config.b": "y"},
+        {"arg.a": 2, "config.b": "x"},
+        {"arg.a": 2, "config.b": "y"},
+    ]
+
+
+def test_full_vtfn_grid_is_encoder_by_loss_by_dataset():
+    jobs = sweep.expand_grid(sweep.load_config_module(SWEEP_CONFIG), "")
+    assert len(jobs) == len(sweep_vtfn.ENCODERS) * len(sweep_vtfn.LOSSES) * len(sweep_vtfn.DATASETS)
+    assert jobs[0].name == "dataset=shapes_world,encoder=bow_sum,loss=pearson"
+    assert jobs[-1].params == {"dataset": "files", "encoder": "cnn", "loss": "triplet"}
+
+
+def test_sub_grid_jobs_get_the_config_vtfn_config_builds():
+    """An encoder or dataset swept through the arg keeps its dependent fields (dropout, tasks)."""
+    module = sweep.load_config_module(SWEEP_CONFIG)
+    jobs = sweep.expand_grid(module, "dataset=files,encoder=gru,loss=kendall+rank,epochs=2")
+    assert [job.name for job in jobs] == [
+        "dataset=files,encoder=gru,loss=kendall",
+        "dataset=files,encoder=gru,loss=rank",
+    ]
+    job = jobs[1]
+    assert job.config_arg == "dataset=files,encoder=gru,loss=kendall+rank,epochs=2"
+    assert job.overrides == {"loss.name": "rank"}
+    config = module.get_config(job.config_arg)
+    config.loss.name = job.overrides["loss.name"]
+    expected = common.vtfn_config("epochs=2", encoder="gru", source="files", loss="rank")
+    assert config.to_dict() == expected.to_dict()
+
+
+def test_job_command_passes_arg_and_overrides(tmp_path):
+    job = sweep.expand_grid(sweep.load_config_module(SWEEP_CONFIG), "runlocal")[7]
+    command = job.command(SWEEP_CONFIG, tmp_path)
+    assert command[1:3] == ["-m", "vtfn_jax.train"]
+    assert command[3] == f"--config={SWEEP_CONFIG}:runlocal,dataset=shapes_world,encoder=bow_mean"
+    assert command[4] == f"--workdir={tmp_path / job.name}"
+    assert command[5] == "--config.loss.name=covariance"
+
+
+def test_job_names_are_safe_folder_names():
+    assert sweep.param_label("config.loss.name") == "loss"
+    assert sweep.param_label("config.optimizer.learning_rate") == "learning_rate"
+    assert (
+        sweep.job_name({"features": "/data/feat s", "lr": 0.001})
+        == "features=_data_feat_s,lr=0.001"
+    )
+    long_name = sweep.job_name({"x": "y" * 500})
+    assert len(long_name) == sweep.MAX_NAME_CHARS
+    assert long_name != sweep.job_name({"x": "y" * 501})
+
+
+def _write_sweep_config(tmp_path: Path, extra_job: dict) -> Path:
+    path = tmp_path / "sweep_test.py"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            from configs import sweep_vtfn
+
+            get_config = sweep_vtfn.get_config
+
+
+            def get_sweep(hyper, arg=None):
+                return [{extra_job!r}, *sweep_vtfn.get_sweep(hyper, arg)]
+            """
+        )
+    )
+    return path
+
+
+def test_unknown_config_key_fails_before_any_job_runs(tmp_path):
+    config = _write_sweep_config(tmp_path, {"config.loss.nmae": "kendall"})
+    with pytest.raises(KeyError, match=r"loss\.nmae"):
+        sweep.run_sweep(f"{config}:{TINY_GRID}", tmp_path / "runs")
+    assert not (tmp_path / "runs").exists()
+
+
+def _fake_job(workdir: Path, params: dict, returncode: int, results: dict | None) -> None:
+    job_dir = workdir / sweep.job_name(params)
+    job_dir.mkdir(parents=True)
+    record = {"name": job_dir.name, "params": params, "command": [], "returncode": returncode}
+    (job_dir / sweep.JOB_FILE).write_text(json.dumps(record))
+    if results is not None:
+        (job_dir / sweep.RESULTS_FILE).write_text(json.dumps(results))
+
+
+def test_aggregate_tabulates_metrics_and_lists_failures(tmp_path):
+    sts_year = {"spearman_mean": 61.5, "pearson_mean": 60.0}
+    _fake_job(
+        tmp_path,
+        {"encoder": "gru", "loss": "pearson"},
+        0,
+        {
+            "same_diff": {"auc": 80.0, "pearson": 50.0, "n": 2000},
+            "retrieval": None,
+            "shapes": None,
+            "sts": {"STS15": sts_year, "STS16": sts_year, "avg2016": 60.0},
+            "train": {"steps": 10, "best_dev_same_image_auc": 70.0},
+        },
+    )
+    _fake_job(tmp_path, {"encoder": "gru", "loss": BAD_LOSS}, 1, None)
+    rows = sweep.aggregate(tmp_path)
+    assert [row["status"] for row in rows] == ["failed", "ok"]
+    ok = rows[1]
+    assert (ok["same_diff_auc"], ok["c2i_mrr"], ok["STS16_spearman"], ok["avg2016"]) == (
+        80.0,
+        "",
+        61.5,
+        60.0,
+    )
+    with open(tmp_path / "results.csv") as f:
+        table = list(csv.DictReader(f))
+    assert [row["loss"] for row in table] == [BAD_LOSS, "pearson"]
+    assert table[0]["same_diff_auc"] == "" and table[1]["STS15_spearman"] == "61.5"
+    report = (tmp_path / "results.md").read_text()
+    assert "## Failed jobs" in report
+    assert str(tmp_path / f"encoder=gru,loss={BAD_LOSS}" / sweep.LOG_FILE) in report
+
+
+@pytest.mark.slow
+def test_tiny_grid_runs_resumes_and_survives_a_failed_job(tmp_path, capsys):
+    """2 encoders × 2 losses on the shapes world (runlocal), plus a job with an unknown loss."""
+    config = _write_sweep_config(tmp_path, {"arg.encoder": "bow_sum", "config.loss.name": BAD_LOSS})
+    workdir = tmp_path / "runs"
+    argv = [f"--config={config}:{TINY_GRID}", f"--workdir={workdir}", "--jobs=2", "--runlocal"]
+
+    assert sweep.main(argv) == 1
+    good = [
+        f"dataset=shapes_world,encoder={e},loss={loss}"
+        for e in ("bow_sum", "gru")
+        for loss in ("pearson", "kendall")
+    ]
+    bad = f"encoder=bow_sum,loss={BAD_LOSS}"
+    for name in good:
+        results = json.loads((workdir / name / sweep.RESULTS_FILE).read_text())
+        assert math.isfinite(results["shapes"]["graded_spearman"])
+    assert not (workdir / bad / sweep.RESULTS_FILE).exists()
+    assert BAD_LOSS in (workdir / bad / sweep.LOG_FILE).read_text()
+    out = capsys.readouterr()
+    assert "grid of 5: 0 already done, running 5" in out.out
+    assert "[5/5]" in out.out and "grid 4/5 done" in out.out
+    assert f"FAILED {bad}" in out.err
+
+    with open(workdir / "results.csv") as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == 5
+    assert {"dataset", "encoder", "loss", "same_diff_auc", "shapes_graded_spearman"} <= set(
+        table[0]
+    )
+    by_name = {row["job"]: row for row in table}
+    assert all(by_name[name]["status"] == "ok" and by_name[name]["c2i_mrr"] for name in good)
+    assert by_name[bad]["status"] == "failed" and by_name[bad]["same_diff_auc"] == ""
+    report = (workdir / "results.md").read_text()
+    assert report.count("| shapes_world |") == 4
+    assert str(workdir / bad / sweep.LOG_FILE) in report
+
+    finished = {name: (workdir / name / sweep.RESULTS_FILE).stat().st_mtime_ns for name in good}
+    assert sweep.main(argv) == 1
+    assert "grid of 5: 4 already done, running 1" in capsys.readouterr().out
+    assert finished == {
+        name: (workdir / name / sweep.RESULTS_FILE).stat().st_mtime_ns for name in good
+    }
