@@ -132,12 +132,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
         config, workdir, model, make_loss_fn(config), dataset, make_dev_eval(dev, config.seed)
     )
     restore_best_or_latest(workdir, model)
-    summary = {
-        "steps": result.step,
-        "stopped_early": result.stopped_early,
-        "best_dev_same_image_auc": result.best_metric,
-        "train_examples_per_second": result.examples_per_second,
-    }
+    summary = result.summary()
     if judgments:
         scorer = I2CEScorer(
             model, vocab, max_tokens=config.scorer.max_tokens, pooling=config.scorer.pooling

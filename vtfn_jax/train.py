@@ -103,12 +103,7 @@ def train_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData)
         config, workdir, model, make_loss_fn(config), dataset, make_dev_eval(data, config)
     )
     restore_best_or_latest(workdir, model)
-    summary = {
-        "steps": result.step,
-        "stopped_early": result.stopped_early,
-        "best_dev_same_image_auc": result.best_metric,
-        "train_examples_per_second": result.examples_per_second,
-    }
+    summary = result.summary()
     return TokenEmbedder(model, data.vocab, _embed_text), image_embedder(model), summary
 
 

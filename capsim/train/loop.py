@@ -41,6 +41,16 @@ class TrainResult:
     stopped_early: bool
     last_loss: float
     examples_per_second: float
+    metric_name: str
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready facts of the run, e.g. for results.json (best metric as ``best_dev_...``)."""
+        return {
+            "steps": self.step,
+            "stopped_early": self.stopped_early,
+            f"best_{self.metric_name.replace('/', '_')}": self.best_metric,
+            "train_examples_per_second": self.examples_per_second,
+        }
 
 
 def make_optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
@@ -204,6 +214,7 @@ def train_loop(
         stopped_early=stopped_early,
         last_loss=last_loss,
         examples_per_second=float(np.median(speeds)) if speeds else math.nan,
+        metric_name=es.metric,
     )
 
 

@@ -217,12 +217,9 @@ def _train(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, wit
     # A resumed, already finished run has no history of its own, hence the default.
     best = next((e for e in result.eval_history if e[metric] == result.best_metric), {})
     summary = {
-        "steps": result.step,
-        "stopped_early": result.stopped_early,
-        f"best_{metric.replace('/', '_')}": result.best_metric,
+        **result.summary(),
         "dev_perplexity": best.get("dev/perplexity"),
         "last_train_loss": result.last_loss,
-        "train_examples_per_second": result.examples_per_second,
     }
     return text_embedder(model, data), None, summary
 
