@@ -130,6 +130,8 @@ def correlation_matrix(
 
 
 def _table_cell(value: object) -> str:
+    if value is None:
+        return "n/a"
     if isinstance(value, float | np.floating):
         return TABLE_FLOAT_FORMAT.format(value)
     return str(value).replace("|", "\\|")
