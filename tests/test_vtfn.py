@@ -124,3 +124,11 @@ def test_coco_object_label_run_says_what_features_it_used(shared_data, tmp_path)
     results = train_and_evaluate(config, tmp_path)
     assert "object labels" in results["feature_source"]
     assert "not CNN features" in results["feature_source"]
+
+
+def test_select_on_avg2016_as_the_paper_does(shared_data, tmp_path):
+    config = coco_bow.get_config(f"runlocal,data_dir={shared_data}")
+    config.eval.tasks = ("same_diff",)
+    config.early_stopping.metric = "dev/avg2016"
+    results = train_and_evaluate(config, tmp_path)
+    assert np.isfinite(results["train"]["best_dev_avg2016"])

@@ -21,6 +21,7 @@ import numpy as np
 
 from capsim.data import glove
 from capsim.data.pipeline import training_dataset
+from capsim.eval import sts as sts_lib
 from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
 from capsim.text import Vocab
 from capsim.train import mesh as mesh_lib
@@ -69,13 +70,25 @@ def image_embedder(model: VTFN) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def make_dev_eval(data: VtfnData, config: ml_collections.ConfigDict):
-    """Early stopping on held-out images: same-image AUC of their captions."""
+    """Dev metrics for early stopping: same-image AUC of held-out images' captions (default).
+
+    With ``early_stopping.metric = "dev/avg2016"`` it also computes the paper's
+    model-selection criterion, mean Pearson on STS 2016; results on STS16 are
+    then no longer held out, which is why it is not the default.
+    """
     dev = data.splits["dev"].corpus
     pairs = make_same_diff_pairs(dev.texts_by_image(), num_pairs=DEV_PAIRS, seed=config.seed)
+    sts16 = None
+    if config.early_stopping.metric == "dev/avg2016":
+        sts16 = {"STS16": sts_lib.read_sts_dir(Path(config.eval.sts_dir).expanduser())["STS16"]}
 
     def evaluate(model: VTFN) -> dict[str, float]:
-        result = evaluate_same_diff(TokenEmbedder(model, data.vocab, _embed_text).embed, pairs)
-        return {"dev/same_image_auc": result["auc"], "dev/same_image_pearson": result["pearson"]}
+        embed = TokenEmbedder(model, data.vocab, _embed_text).embed
+        result = evaluate_same_diff(embed, pairs)
+        metrics = {"dev/same_image_auc": result["auc"], "dev/same_image_pearson": result["pearson"]}
+        if sts16:
+            metrics["dev/avg2016"] = sts_lib.evaluate_sts(embed, sts16)["avg2016"]
+        return metrics
 
     return evaluate
 
