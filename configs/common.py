@@ -132,6 +132,7 @@ VTFN_ARGS = dict(
     glove="",
     pivot=0.0,
     image=1.0,
+    select="dev_auc",
     runlocal=False,
 )
 
@@ -144,7 +145,9 @@ def vtfn_config(arg: str | None, encoder: str, source: str, **overrides) -> ml_c
     captions ("one" per image, as in the paper, or "all"); lr; epochs; dim (N);
     glove ("" | "package" | glove.*.txt path; sets the word-vector size to the
     file's); pivot (weight of the caption-pivot loss); image (weight of the
-    image loss; 0 with pivot>0 is the CaptionPivot control); runlocal.
+    image loss; 0 with pivot>0 is the CaptionPivot control); select ("dev_auc":
+    early stopping on held-out images' same-image AUC, or "avg2016": on STS16
+    mean Pearson, the paper's criterion); runlocal.
     """
     arg = parse_arg(arg, **{**VTFN_ARGS, **overrides})
     config = ml_collections.ConfigDict()
@@ -198,6 +201,10 @@ def vtfn_config(arg: str | None, encoder: str, source: str, **overrides) -> ml_c
     config.eval_every = 100
     config.checkpoint_every = 500
     config.early_stopping.patience = 5
+    selection = {"dev_auc": "dev/same_image_auc", "avg2016": "dev/avg2016"}
+    if arg.select not in selection:
+        raise ValueError(f"select must be one of {sorted(selection)}, got {arg.select!r}")
+    config.early_stopping.metric = selection[arg.select]
     config.eval = dict(
         tasks=("same_diff", "retrieval", "sts") if source == "files" else ("same_diff", "retrieval", "shapes"),
         sts_dir=arg.data_dir + "/sts",
