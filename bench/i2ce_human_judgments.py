@@ -30,9 +30,10 @@ from configs import common
 from i2ce_jax.scorer import I2CEScorer
 from i2ce_jax.train import train_and_evaluate
 
+from results_md import update_section
+
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_JSON = BENCH_DIR / "results" / "i2ce_flickr8k_expert.json"
-RESULTS_MD = BENCH_DIR / "RESULTS.md"
 SECTION = "## I2CE on Flickr8k-Expert"
 
 # name -> (loss, extra config arguments). The first four are the paper's branches.
@@ -59,17 +60,6 @@ def train_variant(name: str, data_dir: str, epochs: float, workdir: Path, extra:
     return summary
 
 
-def update_results_md(table: str) -> None:
-    text = RESULTS_MD.read_text() if RESULTS_MD.exists() else "# Benchmark results\n"
-    if SECTION in text:
-        head, _, rest = text.partition(SECTION)
-        tail = rest.split("\n## ", 1)
-        text = head + table + ("\n## " + tail[1] if len(tail) > 1 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + table
-    RESULTS_MD.write_text(text)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", default="../shared/data")
@@ -78,6 +68,9 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--extra", default="", help="config arguments added to every variant")
     parser.add_argument("--reuse", action="store_true", help="score existing workdirs, no training")
+    parser.add_argument(
+        "--tag", default="", help="an extra setting: own JSON file and RESULTS.md section"
+    )
     args = parser.parse_args()
     logging.getLogger().setLevel(logging.WARNING)
     data_dir = Path(args.data_dir).resolve()
@@ -111,8 +104,11 @@ def main() -> None:
 
     tau_c = judgment_harness.tau_c_table(pairs, scores)
     result = {"rows": len(pairs.human), "tau_c": tau_c, "pooling": pooling}
-    RESULTS_JSON.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS_JSON.write_text(json.dumps(result, indent=2) + "\n")
+    out_json = RESULTS_JSON.with_name(
+        RESULTS_JSON.stem + (f"_{args.tag}" if args.tag else "") + ".json"
+    )
+    out_json.parent.mkdir(parents=True, exist_ok=True)
+    out_json.write_text(json.dumps(result, indent=2) + "\n")
 
     table = format_table(
         [{"metric": k, "tau_c x100": v} for k, v in tau_c.items()], ["metric", "tau_c x100"]
@@ -132,10 +128,13 @@ def main() -> None:
         for name, run in runs.items()
     ]
     print(table, "\n", pool_table, sep="\n")
+    title = f"{SECTION}: {args.tag}" if args.tag else SECTION
     section = (
-        f"{SECTION}\n\n"
+        f"{title}\n\n"
         f"Command: `python bench/i2ce_human_judgments.py --data_dir ../shared/data "
-        f"--epochs {args.epochs}{' --extra ' + args.extra if args.extra else ''}`\n\n"
+        f"--epochs {args.epochs} --variants {args.variants}"
+        f"{' --extra ' + args.extra if args.extra else ''}"
+        f"{' --tag ' + args.tag if args.tag else ''}`\n\n"
         f"{len(pairs.human)} rating rows (CLIPScore protocol), Kendall τc × 100. I2CE trained "
         "on COCO val2017 + Flickr8k train captions; early stopping on held-out caption "
         "images (same-image AUC), never on the judgments.\n\n"
@@ -144,7 +143,7 @@ def main() -> None:
     if run_rows:
         columns = ["variant", "config", "steps", "early stop", "dev AUC", "train s"]
         section += f"\nRuns:\n\n{format_table(run_rows, columns)}\n"
-    update_results_md(section)
+    update_section(title, section)
 
 
 if __name__ == "__main__":

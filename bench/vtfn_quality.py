@@ -27,10 +27,11 @@ from pathlib import Path
 from capsim.eval.correlation import format_table
 from vtfn_jax.train import train_and_evaluate
 
+from results_md import update_section
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 RESULTS_JSON = BENCH_DIR / "results" / "vtfn.json"
-RESULTS_MD = BENCH_DIR / "RESULTS.md"
 SECTION = "## VTFN"
 
 # Text baselines see every caption of the training images; word2vec also reads
@@ -101,17 +102,6 @@ def sts_row(r: dict) -> dict:
     return out
 
 
-def update_results_md(section: str) -> None:
-    text = RESULTS_MD.read_text() if RESULTS_MD.exists() else "# Benchmark results\n"
-    if SECTION + "\n" in text:
-        head, _, rest = text.partition(SECTION + "\n")
-        tail = rest.split("\n## ", 1)
-        text = head + section + ("\n## " + tail[1] if len(tail) > 1 else "")
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    RESULTS_MD.write_text(text)
-
-
 ABLATION_ARG = "dataset=shapes_world,encoder=bow_sum+gru+cnn,epochs=15"
 
 
@@ -162,7 +152,7 @@ def main() -> None:
     RESULTS_JSON.parent.mkdir(parents=True, exist_ok=True)
     RESULTS_JSON.write_text(json.dumps(result, indent=2) + "\n")
     ablation = "" if args.skip_ablation else run_ablation(workdir)
-    update_results_md(render(result, runs, ablation, args))
+    update_section(SECTION, render(result, runs, ablation, args))
 
 
 def render(result: dict, runs: list[dict], ablation: str, args) -> str:
