@@ -77,7 +77,6 @@ def test_meteor_rejects_captions_that_break_its_line_protocol():
 
 
 @requires_meteor
-@pytest.mark.slow
 def test_meteor_matches_golden_values(shared_data):
     rows = json.loads((shared_data / GOLDEN_FILE).read_text())["rows"][METEOR_ROWS]
     gts = {row["key"]: row["references"] for row in rows}

@@ -48,7 +48,6 @@ def test_notebook_has_badge_titles_and_colab_only_install(name):
     _check_static_parts(name, f"colab/{name}")
 
 
-@pytest.mark.slow
 def test_vtfn_notebook_runs(tmp_path, monkeypatch):
     outputs = _run_notebook("vtfn_demo.ipynb", tmp_path, monkeypatch)
     results_table, synonyms_table = outputs[-2], outputs[-1]
@@ -58,7 +57,6 @@ def test_vtfn_notebook_runs(tmp_path, monkeypatch):
     assert list(tmp_path.glob("vtfn_demo_bow_*/results.json"))
 
 
-@pytest.mark.slow
 def test_i2ce_notebook_runs(tmp_path, monkeypatch):
     outputs = _run_notebook("i2ce_demo.ipynb", tmp_path, monkeypatch)
     tau_table, scores, similarities = outputs[-3:]
