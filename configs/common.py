@@ -83,6 +83,8 @@ def i2ce_files_config(arg: str | None, loss: str) -> ml_collections.ConfigDict:
         weight=-1.0,
         epochs=4.0,
         glove="",
+        embed=128,
+        hidden=256,
         runlocal=False,
     )
     config = ml_collections.ConfigDict()
@@ -100,8 +102,8 @@ def i2ce_files_config(arg: str | None, loss: str) -> ml_collections.ConfigDict:
         min_count=5,
         max_vocab=6000,
     )
-    embed_dim = 50 if arg.glove else 128
-    config.model = dict(embed_dim=embed_dim, hidden_dim=256, dropout=0.0, glove=arg.glove)
+    embed_dim = 50 if arg.glove else arg.embed
+    config.model = dict(embed_dim=embed_dim, hidden_dim=arg.hidden, dropout=0.0, glove=arg.glove)
     config.loss = i2ce_loss(arg.loss)
     config.loss.reduction = arg.reduction
     if arg.weight >= 0:
