@@ -50,8 +50,8 @@ COCO_MODELS = {
     "VTFN-BOW+pivot": ("coco_bow", "captions=all,epochs=4,pivot=1.0"),
     "CaptionPivot": ("coco_bow", "captions=all,epochs=4,pivot=1.0,image=0.0"),
     "word2vec": ("baseline_word2vec", f"{ALL_CAPTIONS},extra_flickr8k=flickr8k"),
-    "PureTextRNN": ("baseline_pure_text_rnn", ALL_CAPTIONS),
-    "PinModelA": ("baseline_pin_model_a", ALL_CAPTIONS),
+    "PureTextRNN": ("baseline_pure_text_rnn", f"{ALL_CAPTIONS},epochs=4"),
+    "PinModelA": ("baseline_pin_model_a", f"{ALL_CAPTIONS},epochs=4"),
     "GloVe-50d-R": ("baseline_glove_r", ALL_CAPTIONS),
     "GloVe-50d-NR": ("baseline_glove_nr", ""),
 }
@@ -69,12 +69,19 @@ STS_YEARS = ("STS12", "STS13", "STS14", "STS15", "STS16")
 STS_KEYS = ("pearson_mean", "spearman_mean", "spearman_wmean", "spearman_all")
 
 
-def run_model(module: str, arg: str, workdir: Path, extra: str) -> dict:
+def run_model(module: str, arg: str, workdir: Path, extra: str, reuse: bool) -> dict:
+    """Trains and evaluates one model; with ``reuse``, a finished workdir is read back instead."""
     arg = ",".join(filter(None, [arg, extra]))
-    config = importlib.import_module(f"configs.{module}").get_config(arg)
-    start = time.perf_counter()
-    results = train_and_evaluate(config, workdir)
-    results["seconds"] = time.perf_counter() - start
+    timing = workdir / "bench_seconds.json"
+    if reuse and (workdir / "results.json").exists():
+        results = json.loads((workdir / "results.json").read_text())
+        results["seconds"] = json.loads(timing.read_text()) if timing.exists() else None
+    else:
+        config = importlib.import_module(f"configs.{module}").get_config(arg)
+        start = time.perf_counter()
+        results = train_and_evaluate(config, workdir)
+        results["seconds"] = time.perf_counter() - start
+        timing.write_text(json.dumps(results["seconds"]))
     results["config"] = f"configs/{module}.py:{arg}"
     return results
 
@@ -125,6 +132,7 @@ def main() -> None:
     parser.add_argument("--only", default="shapes,coco", help="which of shapes,coco to run")
     parser.add_argument("--skip_ablation", action="store_true")
     parser.add_argument("--extra", default="", help="config arguments added to every model (e.g. runlocal)")
+    parser.add_argument("--reuse", action="store_true", help="read finished workdirs back")
     args = parser.parse_args()
     logging.getLogger().setLevel(logging.WARNING)
     data_dir = str(Path(args.data_dir).resolve())
@@ -136,14 +144,14 @@ def main() -> None:
 
     if "shapes" in parts:
         for name, (module, arg) in SHAPES_MODELS.items():
-            r = run_model(module, arg, workdir / "shapes" / name, args.extra)
+            r = run_model(module, arg, workdir / "shapes" / name, args.extra, args.reuse)
             result["shapes_world"][name] = shapes_row(r)
             runs.append({"part": "shapes", "model": name, "config": r["config"], "seconds": r["seconds"]})
             print(name, json.dumps(result["shapes_world"][name]), flush=True)
     if "coco" in parts:
         for name, (module, arg) in COCO_MODELS.items():
             full_arg = ",".join(filter(None, [f"data_dir={data_dir}", arg]))
-            r = run_model(module, full_arg, workdir / "coco" / name, args.extra)
+            r = run_model(module, full_arg, workdir / "coco" / name, args.extra, args.reuse)
             result["coco_objects"][name] = coco_row(r)
             result["sts"][name] = sts_row(r)
             runs.append({"part": "coco", "model": name, "config": r["config"], "seconds": r["seconds"]})
