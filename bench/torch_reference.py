@@ -1,0 +1,225 @@
+"""PyTorch twins of VTFN (BOW, GRU) and the I2CE autoencoder, for the throughput benchmark only.
+
+Each twin has the library model's sizes, parameters and loss, read from the same
+ConfigDict, so "examples/s against PyTorch" compares one model in two frameworks.
+Module names follow the Flax modules (``text.embed``, ``encoder.cell``, ``readout``...)
+so ``copy_flax_params`` can load a Flax model's weights and the two losses can be
+checked equal. torch is never a dependency of the library: only bench/ imports it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence
+
+Batch = Mapping[str, torch.Tensor]
+
+NORM_EPS = 1e-8  # capsim.encoders.NORM_EPS and capsim.losses.DEFAULT_EPS
+
+
+def flax_style_gru(input_size: int, hidden_size: int) -> nn.GRU:
+    """A batch-first nn.GRU computing Flax's GRUCell.
+
+    Flax's cell has one bias per gate, on the input side; torch adds a second,
+    hidden-side bias (bias_hh). Turning bias_hh into a zero buffer gives the same
+    function and the same parameter count.
+    """
+    gru = nn.GRU(input_size, hidden_size, batch_first=True)
+    del gru.bias_hh_l0
+    gru.register_buffer("bias_hh_l0", torch.zeros(3 * hidden_size))
+    return gru
+
+
+def final_gru_state(gru: nn.GRU, inputs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The hidden state [B, H] after each caption's last real token (packed, so PAD never runs)."""
+    lengths = mask.sum(dim=1).cpu()
+    packed = pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False)
+    _, hidden = gru(packed)
+    return hidden[0]
+
+
+def unit_rows(x: torch.Tensor) -> torch.Tensor:
+    """Rows divided by max(norm, eps), as capsim does (a zero row stays zero)."""
+    return x / torch.sqrt(torch.clamp((x * x).sum(-1, keepdim=True), min=NORM_EPS * NORM_EPS))
+
+
+def cosine_matrix(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return unit_rows(a) @ unit_rows(b).T
+
+
+def pearson_pair_loss(sim: torch.Tensor, positive: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+    """-Pearson r of [diag, permuted pairs] with labels [+1, ±1] (capsim.losses "pearson")."""
+    rows = torch.arange(sim.shape[0])
+    x = torch.cat([sim.diagonal(), sim[rows, perm]])
+    y = torch.cat([torch.ones(sim.shape[0]), positive[rows, perm].float() * 2.0 - 1.0])
+    xc, yc = x - x.mean(), y - y.mean()
+    floor = NORM_EPS * NORM_EPS
+    x_std = torch.sqrt(torch.clamp((xc * xc).mean(), min=floor))
+    y_std = torch.sqrt(torch.clamp((yc * yc).mean(), min=floor))
+    return -(xc * yc).mean() / (x_std * y_std)
+
+
+def margin_mean_loss(sim: torch.Tensor, positive: torch.Tensor, margin: float) -> torch.Tensor:
+    """Mean of max(0, margin - (1 - sim)) over in-batch negatives (capsim.losses "margin", mean)."""
+    negative = (~positive & ~torch.eye(sim.shape[0], dtype=torch.bool)).float()
+    hinge = torch.relu(margin - (1.0 - sim))
+    return (hinge * negative).sum() / torch.clamp(negative.sum(), min=1.0)
+
+
+def same_group(batch: Batch) -> torch.Tensor:
+    return batch["group"][:, None] == batch["group"][None, :]
+
+
+class BowText(nn.Module):
+    """L2-normalised masked sum of word vectors (EmbeddingBag, PAD weighted 0)."""
+
+    def __init__(self, vocab_size: int, dim: int):
+        super().__init__()
+        self.embed = nn.EmbeddingBag(vocab_size, dim, mode="sum")
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return unit_rows(self.embed(ids, per_sample_weights=mask.float()))
+
+
+class GruText(nn.Module):
+    """Embedding, dropout, GRU; the final state at each caption's true length."""
+
+    def __init__(self, vocab_size: int, embed_dim: int, hidden_dim: int, dropout: float):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, embed_dim)
+        self.dropout = nn.Dropout(dropout)
+        self.cell = flax_style_gru(embed_dim, hidden_dim)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return final_gru_state(self.cell, self.dropout(self.embed(ids)), mask)
+
+
+class VTFNReference(nn.Module):
+    """Text tower plus the affine image map, trained with the Pearson pair loss."""
+
+    def __init__(self, config, vocab_size: int, image_dim: int):
+        super().__init__()
+        model = config.model
+        if config.loss.name != "pearson" or config.loss.pivot_weight:
+            raise ValueError("the torch VTFN reference implements the Pearson image loss only")
+        self.image_weight = config.loss.image_weight
+        if model.encoder == "bow_sum":
+            self.text = BowText(vocab_size, model.dim)
+        elif model.encoder == "gru":
+            self.text = GruText(vocab_size, model.embed_dim, model.dim, model.dropout)
+        else:
+            raise ValueError(f"no torch reference for encoder {model.encoder!r}")
+        self.image_map = nn.Linear(image_dim, model.dim)
+
+    def loss(self, batch: Batch, perm: torch.Tensor) -> torch.Tensor:
+        text = self.text(batch["ids"], batch["mask"])
+        sim = cosine_matrix(text, self.image_map(batch["features"]))
+        return self.image_weight * pearson_pair_loss(sim, same_group(batch), perm)
+
+
+class I2CEReference(nn.Module):
+    """GRU autoencoder: summed masked NLL with teacher forcing, plus λ2 · margin over the batch."""
+
+    def __init__(self, config, vocab_size: int):
+        super().__init__()
+        model, loss = config.model, config.loss
+        if loss.name not in ("none", "margin") or loss.reduction != "mean":
+            raise ValueError("the torch I2CE reference implements recon and margin (mean) only")
+        self.encoder = GruText(vocab_size, model.embed_dim, model.hidden_dim, model.dropout)
+        self.decoder_cell = flax_style_gru(model.embed_dim, model.hidden_dim)
+        self.readout = nn.Linear(model.hidden_dim, vocab_size)
+        self.recon_weight = loss.recon_weight
+        self.margin_weight = 0.0 if loss.name == "none" else loss.weight
+        self.margin = loss.margin
+
+    def reconstruction_nll(
+        self, ids: torch.Tensor, mask: torch.Tensor, intrinsic: torch.Tensor
+    ) -> torch.Tensor:
+        """Reads <S> w1..wn, predicts w1..wn </S>; padded steps run but are masked out of the sum."""
+        outputs, _ = self.decoder_cell(self.encoder.embed(ids[:, :-1]), intrinsic[None])
+        logits = self.readout(outputs)
+        token_nll = F.cross_entropy(
+            logits.flatten(0, 1), ids[:, 1:].flatten().long(), reduction="none"
+        ).view(ids.shape[0], -1)
+        return (token_nll * mask[:, 1:].float()).sum(dim=1).mean()
+
+    def loss(self, batch: Batch, perm: torch.Tensor) -> torch.Tensor:
+        del perm  # the margin branch uses every in-batch negative
+        ids, mask = batch["anchor_ids"], batch["anchor_mask"]
+        anchor = self.encoder(ids, mask)
+        total = self.recon_weight * self.reconstruction_nll(ids, mask, anchor)
+        if self.margin_weight:
+            sim = cosine_matrix(anchor, anchor)
+            total = total + self.margin_weight * margin_mean_loss(sim, same_group(batch), self.margin)
+        return total
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def copy_flax_params(model: nn.Module, flax_params: Mapping[str, np.ndarray]) -> None:
+    """Loads Flax weights given as dotted paths (``text.cell.dense_i.kernel`` ...) into ``model``.
+
+    Linear kernels are [in, out] in Flax and [out, in] in torch; a GRUCell's
+    dense_i/dense_h are torch's weight_ih/weight_hh (gates r, z, n in both).
+    Every torch parameter must be written exactly once.
+    """
+    renames = {
+        "dense_i.kernel": "weight_ih_l0",
+        "dense_i.bias": "bias_ih_l0",
+        "dense_h.kernel": "weight_hh_l0",
+        "embedding": "weight",
+        "kernel": "weight",
+        "bias": "bias",
+    }
+    params = dict(model.named_parameters())
+    written = set()
+    with torch.no_grad():
+        for path, value in flax_params.items():
+            suffix = next((s for s in renames if path.endswith(s)), None)
+            if suffix is None:
+                raise ValueError(f"no torch counterpart for Flax parameter {path!r}")
+            name = path[: -len(suffix)] + renames[suffix]
+            array = np.asarray(value, np.float32)
+            if suffix.endswith("kernel"):
+                array = array.T
+            params[name].copy_(torch.tensor(array))
+            written.add(name)
+    missing = sorted(set(params) - written)
+    if missing:
+        raise ValueError(f"Flax parameters left torch parameters {missing} unset")
+
+
+class TorchTrainer:
+    """The library's optimizer in torch: clip by global norm, coupled L2, Adam, exponential decay."""
+
+    def __init__(self, model: nn.Module, config, seed: int = 0):
+        opt = config.optimizer
+        self.model = model
+        self.params = list(model.parameters())
+        self.clip_norm = opt.clip_norm or float("inf")
+        self.optimizer = torch.optim.Adam(self.params, lr=opt.learning_rate, weight_decay=opt.l2)
+        decay_steps = max(opt.decay_steps, 1)
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda step: opt.decay_rate ** (step / decay_steps)
+        )
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def step(self, batch: Mapping[str, np.ndarray]) -> torch.Tensor:
+        """One optimisation step on a host batch; returns the loss."""
+        tensors = {k: torch.from_numpy(v) for k, v in batch.items()}
+        perm = torch.randperm(len(tensors["group"]), generator=self.generator)
+        self.model.train()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = self.model.loss(tensors, perm)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.params, self.clip_norm)
+        self.optimizer.step()
+        self.schedule.step()
+        return loss.detach()

@@ -1,0 +1,63 @@
+"""The throughput benchmark (bench/throughput.py) on tiny sizes: it runs, and compares like with like.
+
+torch is not a dependency of the library (only bench/ uses it), so without it
+this file skips.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+# As bench/throughput.py does, before torch loads (see there why).
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+pytest.importorskip("torch", reason="torch is only used by bench/; not installed")
+
+import throughput
+
+TINY = throughput.Sizes(batch_size=8, vocab_size=64, image_dim=16, width=8)
+GTS = {
+    "a": ["a dog runs on the grass", "a brown dog is running", "a dog plays outside"],
+    "b": ["two people sit on a bench", "people sitting in a park"],
+}
+RES = {"a": ["a dog is running"], "b": ["a man sits on a bench"]}
+
+
+def _positive_finite(value: float) -> bool:
+    return math.isfinite(value) and value > 0
+
+
+@pytest.mark.parametrize("name", list(throughput.TRAINING_MODELS))
+def test_training_measurement_compares_the_same_model(name):
+    row = throughput.measure_training(name, steps=2, warmup=1, sizes=TINY, rounds=2)
+    assert _positive_finite(row["ours"]) and _positive_finite(row["reference"])
+    assert _positive_finite(row["ratio"])
+    assert row["jax_parameters"] == row["torch_parameters"]
+    # Same weights, same batch, same permutation, dropout off: the same loss.
+    assert row["torch_initial_loss"] == pytest.approx(row["jax_initial_loss"], rel=1e-4, abs=1e-5)
+
+
+def test_scoring_measurement_gives_two_positive_ratios():
+    rows = throughput.measure_scoring(GTS, RES, repeats=1, width=8)
+    assert [r["what"].split()[0] for r in rows] == ["I2CE", "capsim"]
+    assert all(_positive_finite(r["ratio"]) for r in rows)
+
+
+def test_golden_pairs_have_five_references(shared_data):
+    gts, res = throughput.load_golden_pairs(
+        shared_data / "golden" / "pycocoevalcap_flickr8k_expert.json", limit=50
+    )
+    assert len(res) == 50 and gts.keys() == res.keys()
+    assert all(len(refs) == 5 for refs in gts.values())
+    assert all(len(cands) == 1 for cands in res.values())
+
+
+def test_markdown_table_has_one_line_per_row():
+    rows = [{"what": "x", "ours": 2.0, "reference": 1.0, "ratio": 2.0}]
+    assert throughput.markdown_table(rows).splitlines()[-1] == "| x | 2.0 | 1.0 | 2.00 |"
