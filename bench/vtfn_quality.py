@@ -122,7 +122,10 @@ def run_ablation(workdir: Path) -> str:
     ]
     subprocess.run(cmd, cwd=REPO, check=False)
     table = out / "results.md"
-    return table.read_text() if table.exists() else "(ablation failed: see its logs)\n"
+    if not table.exists():
+        return "(ablation failed: see its logs)\n"
+    lines = table.read_text().splitlines()
+    return "\n".join(line for line in lines if not line.startswith("# ")).strip() + "\n"
 
 
 def main() -> None:
