@@ -1,10 +1,13 @@
 """I2CE on the embedded shapes world: trains in about a minute on 2 CPU cores.
 
     python -m i2ce_jax.train --config=configs/i2ce_demo.py --workdir=/tmp/i2ce_demo
-    python -m i2ce_jax.train --config=configs/i2ce_demo.py:loss=triplet --workdir=...
+    python -m i2ce_jax.train --config=configs/i2ce_demo.py:loss=margin --workdir=...
 
 Arguments: loss (none | margin | triplet | infonce | any capsim.losses name),
-runlocal (a few steps, for tests).
+runlocal (a few steps, for tests). The default is the InfoNCE branch (beyond
+the paper): on this world the paper's margin branch, at this budget, barely
+separates captions of different scenes (dev AUC 54, τc 3.9 against the
+rule-based quality), while InfoNCE reaches dev AUC 98 and τc 62.
 """
 
 import ml_collections
@@ -13,7 +16,7 @@ from configs import common
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    arg = common.parse_arg(arg, loss="margin", runlocal=False)
+    arg = common.parse_arg(arg, loss="infonce", runlocal=False)
     config = ml_collections.ConfigDict()
     common.trainer_defaults(config)
     config.data = dict(
