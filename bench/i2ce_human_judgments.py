@@ -134,7 +134,7 @@ def main() -> None:
         f"Command: `python bench/i2ce_human_judgments.py --data_dir ../shared/data "
         f"--epochs {args.epochs} --variants {args.variants}"
         f"{' --extra ' + args.extra if args.extra else ''}"
-        f"{' --tag ' + args.tag if args.tag else ''}`\n\n"
+        f"{' --tag ' + args.tag if args.tag else ''}{' --reuse' if args.reuse else ''}`\n\n"
         f"{len(pairs.human)} rating rows (CLIPScore protocol), Kendall τc × 100. I2CE trained "
         "on COCO val2017 + Flickr8k train captions; early stopping on held-out caption "
         "images (same-image AUC), never on the judgments.\n\n"
