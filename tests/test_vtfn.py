@@ -37,6 +37,18 @@ def _batch(data, size=8):
     }
 
 
+def _loss_and_grads(data, config_arg: str):
+    """Loss, metrics and gradients of a fresh VTFN demo model on one batch."""
+    config = demo_bow.get_config(config_arg)
+    model = build_model(config, len(data.vocab), data.image_dim)
+    loss_fn = make_loss_fn(config)
+    batch = _batch(data)
+    (loss, metrics), grads = nnx.value_and_grad(
+        lambda m: loss_fn(m, batch, jax.random.key(0)), has_aux=True
+    )(model)
+    return loss, metrics, grads
+
+
 def test_one_caption_per_image_keeps_one_fixed_caption(demo_data):
     train = demo_data.splits["train"].corpus
     assert len(train) == len(train.image_ids)
@@ -53,13 +65,7 @@ def test_splits_are_disjoint_by_image(demo_data):
 
 @pytest.mark.parametrize("name", sorted(losses.LOSSES))
 def test_every_loss_drives_text_tower_and_image_map(demo_data, name):
-    config = demo_bow.get_config(f"runlocal,loss={name}")
-    model = build_model(config, len(demo_data.vocab), demo_data.image_dim)
-    loss_fn = make_loss_fn(config)
-    batch = _batch(demo_data)
-    (loss, metrics), grads = nnx.value_and_grad(
-        lambda m: loss_fn(m, batch, jax.random.key(0)), has_aux=True
-    )(model)
+    loss, metrics, grads = _loss_and_grads(demo_data, f"runlocal,loss={name}")
     assert np.isfinite(float(loss)) and "image_loss" in metrics
     grad_sums = [
         float(jnp.abs(grads["image_map"]["kernel"][...]).sum()),
@@ -75,13 +81,7 @@ def test_every_loss_drives_text_tower_and_image_map(demo_data, name):
 
 
 def test_caption_pivot_ignores_images(demo_data):
-    config = demo_bow.get_config("runlocal,captions=all,pivot=1.0,image=0.0")
-    model = build_model(config, len(demo_data.vocab), demo_data.image_dim)
-    loss_fn = make_loss_fn(config)
-    batch = _batch(demo_data)
-    (_, metrics), grads = nnx.value_and_grad(
-        lambda m: loss_fn(m, batch, jax.random.key(0)), has_aux=True
-    )(model)
+    _, metrics, grads = _loss_and_grads(demo_data, "runlocal,captions=all,pivot=1.0,image=0.0")
     assert set(metrics) == {"pivot_loss"}
     assert float(jnp.abs(grads["image_map"]["kernel"][...]).sum()) == 0
 
