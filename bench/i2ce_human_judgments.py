@@ -1,14 +1,16 @@
 """I2CE against human judgments on Flickr8k-Expert, beside BLEU, ROUGE-L, CIDEr and METEOR.
 
-    python bench/i2ce_human_judgments.py --data_dir ../shared/data [--epochs 4]
+    python bench/i2ce_human_judgments.py --data_dir ../shared/data [--epochs 8] [--parallel 4]
 
-Trains each I2CE variant on COCO val2017 captions plus Flickr8k *train-split*
+Trains each I2CE variant (``python -m i2ce_jax.train`` in a subprocess, up to
+``--parallel`` at once) on COCO val2017 captions plus Flickr8k *train-split*
 captions (never on captions of Flickr8k test images, which Flickr8k-Expert
 judges), with early stopping on held-out COCO/Flickr8k-train images, then
 scores the Flickr8k-Expert pairs (CLIPScore protocol: each expert rating is a
 row; candidates that are one of their image's references are skipped) and
-reports Kendall τc × 100. Writes bench/results/i2ce_flickr8k_expert.json and
-the table section of bench/RESULTS.md.
+reports Kendall τc × 100. ``--pretrained`` adds the model shipped in the
+package. Writes bench/results/i2ce_flickr8k_expert.json and the table section
+of bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -26,47 +30,75 @@ from capsim.eval import judgment_harness
 from capsim.eval.correlation import format_table
 from capsim.eval.pooling import pool_similarities
 from capsim.eval.tfidf import TfidfCosine
-from configs import common
 from i2ce_jax.scorer import I2CEScorer
-from i2ce_jax.train import train_and_evaluate
 
 from results_md import update_section
 
 BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
 RESULTS_JSON = BENCH_DIR / "results" / "i2ce_flickr8k_expert.json"
 SECTION = "## I2CE on Flickr8k-Expert"
+CONFIG = "configs/i2ce_coco_margin.py"  # any i2ce_coco_* file: the loss is an argument
 
-# name -> (loss, extra config arguments). The first four are the paper's branches.
+# name -> config arguments. The first four are the paper's branches.
 VARIANTS = {
-    "I2CE-recon": ("none", ""),
-    "I2CE-margin-mean": ("margin", "reduction=mean"),
-    "I2CE-margin-max": ("margin", "reduction=max"),
-    "I2CE-triplet": ("triplet", ""),
-    "I2CE-nce": ("infonce", ""),
+    "I2CE-recon": "loss=none",
+    "I2CE-margin-mean": "loss=margin,reduction=mean",
+    "I2CE-margin-max": "loss=margin,reduction=max",
+    "I2CE-triplet": "loss=triplet",
+    "I2CE-nce": "loss=infonce",
 }
+PRETRAINED = "I2CE-pretrained"
 POOLING_MODEL = "I2CE-margin-mean"
 POOLINGS = [f"top-{k}" for k in range(1, 6)]
 
 
-def train_variant(name: str, data_dir: str, epochs: float, workdir: Path, extra: str) -> dict:
-    loss, args = VARIANTS[name]
-    arg = ",".join(filter(None, [f"data_dir={data_dir}", f"epochs={epochs}", args, extra]))
-    config = common.i2ce_files_config(arg, loss=loss)
-    config.eval.include_meteor = False
-    start = time.perf_counter()
-    summary = train_and_evaluate(config, workdir)
-    summary["train_seconds"] = time.perf_counter() - start
-    summary["config_arg"] = arg
-    return summary
+def launch(name: str, arg: str, workdir: Path) -> subprocess.Popen:
+    workdir.mkdir(parents=True, exist_ok=True)
+    command = [
+        sys.executable, "-m", "i2ce_jax.train", f"--config={CONFIG}:{arg}",
+        f"--workdir={workdir}", "--verbosity=-1",
+    ]
+    log = (workdir / "train.log").open("w")
+    print(f"training {name}: {' '.join(command)}", flush=True)
+    return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+
+
+def train_all(variants: dict[str, str], root: Path, parallel: int) -> dict[str, dict]:
+    """Trains the variants, ``parallel`` subprocesses at a time; returns each run's summary."""
+    pending, running, runs = list(variants.items()), {}, {}
+    while pending or running:
+        while pending and len(running) < parallel:
+            name, arg = pending.pop(0)
+            running[name] = (launch(name, arg, root / name), time.perf_counter(), arg)
+        time.sleep(2)
+        for name, (proc, start, arg) in list(running.items()):
+            if proc.poll() is None:
+                continue
+            del running[name]
+            if proc.returncode:
+                raise RuntimeError(f"{name} failed (exit {proc.returncode}): see {root / name}/train.log")
+            summary = json.loads((root / name / "results.json").read_text())
+            runs[name] = {**summary, "train_seconds": time.perf_counter() - start, "config_arg": arg}
+            print(f"{name}: {json.dumps(runs[name])}", flush=True)
+    return runs
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", default="../shared/data")
     parser.add_argument("--workdir", default="/tmp/i2ce_bench")
-    parser.add_argument("--epochs", type=float, default=4.0)
+    parser.add_argument("--epochs", type=float, default=8.0)
     parser.add_argument("--variants", default=",".join(VARIANTS))
-    parser.add_argument("--extra", default="", help="config arguments added to every variant")
+    parser.add_argument(
+        "--add", action="append", default=[], metavar="NAME=ARGS",
+        help="an extra variant: a name and its config arguments (repeatable)",
+    )
+    parser.add_argument(
+        "--extra", default="embed=300,hidden=512", help="config arguments added to every variant"
+    )
+    parser.add_argument("--parallel", type=int, default=1, help="variants trained at once")
+    parser.add_argument("--pretrained", action="store_true", help="also score the packaged model")
     parser.add_argument("--reuse", action="store_true", help="score existing workdirs, no training")
     parser.add_argument(
         "--tag", default="", help="an extra setting: own JSON file and RESULTS.md section"
@@ -75,6 +107,15 @@ def main() -> None:
     logging.getLogger().setLevel(logging.WARNING)
     data_dir = Path(args.data_dir).resolve()
     flickr = data_dir / "flickr8k"
+    variants = {name: VARIANTS[name] for name in filter(None, args.variants.split(","))}
+    variants.update(dict(spec.split("=", 1) for spec in args.add))
+    common = f"data_dir={data_dir},epochs={args.epochs}"
+    variants = {
+        name: ",".join(filter(None, [common, arg, args.extra])) for name, arg in variants.items()
+    }
+
+    root = Path(args.workdir)
+    runs = {} if args.reuse else train_all(variants, root, args.parallel)
 
     judgments = read_flickr8k_expert(flickr / "ExpertAnnotations.txt", flickr / "Flickr8k.token.txt")
     pairs = judgment_harness.group_judgments(judgments)
@@ -85,25 +126,24 @@ def main() -> None:
     gts_tok, res_tok = pairs.tokenized()
     scores["TFIDF-top3"] = TfidfCosine(pooling="top-3").compute_score(gts_tok, res_tok)[1]
 
-    runs, pooling = {}, {}
-    for name in filter(None, args.variants.split(",")):
-        workdir = Path(args.workdir) / name
-        if not args.reuse:
-            runs[name] = train_variant(name, str(data_dir), args.epochs, workdir, args.extra)
-            print(f"{name}: {json.dumps(runs[name])}", flush=True)
-        scorer = I2CEScorer.from_checkpoint(workdir)
-        sims = scorer.reference_similarities(pairs.gts, pairs.res)
-        similarities = np.nan_to_num(sims.similarities)
-        scores[name] = pool_similarities(similarities, sims.mask, mode="top-3")
+    scorers = {name: (lambda n=name: I2CEScorer.from_checkpoint(root / n)) for name in variants}
+    if args.pretrained:
+        scorers[PRETRAINED] = I2CEScorer.pretrained
+    pooling = {}
+    for name, load in scorers.items():
+        result = load().score(pairs.gts, pairs.res)
+        scores[name] = pool_similarities(np.nan_to_num(result.similarities), result.mask, "top-3")
         if name == POOLING_MODEL:
             for mode in POOLINGS:
-                per_pair = pool_similarities(similarities, sims.mask, mode=mode)
+                per_pair = pool_similarities(np.nan_to_num(result.similarities), result.mask, mode)
                 pooling[mode.replace("top", "max")] = judgment_harness.tau_c_table(
                     pairs, {mode: per_pair}
                 )[mode]
 
     tau_c = judgment_harness.tau_c_table(pairs, scores)
     result = {"rows": len(pairs.human), "tau_c": tau_c, "pooling": pooling}
+    if runs:
+        result["runs"] = runs
     out_json = RESULTS_JSON.with_name(
         RESULTS_JSON.stem + (f"_{args.tag}" if args.tag else "") + ".json"
     )
@@ -119,7 +159,7 @@ def main() -> None:
     run_rows = [
         {
             "variant": name,
-            "config": run["config_arg"],
+            "config": run["config_arg"].replace(common + ",", ""),
             "steps": run["steps"],
             "early stop": run["stopped_early"],
             "dev AUC": run["best_dev_same_image_auc"],
@@ -128,21 +168,21 @@ def main() -> None:
         for name, run in runs.items()
     ]
     print(table, "\n", pool_table, sep="\n")
+    if run_rows:
+        print(format_table(run_rows, list(run_rows[0])))
     title = f"{SECTION}: {args.tag}" if args.tag else SECTION
+    command = " ".join(["python", *sys.argv]).replace(str(data_dir), "../shared/data")
     section = (
         f"{title}\n\n"
-        f"Command: `python bench/i2ce_human_judgments.py --data_dir ../shared/data "
-        f"--epochs {args.epochs} --variants {args.variants}"
-        f"{' --extra ' + args.extra if args.extra else ''}"
-        f"{' --tag ' + args.tag if args.tag else ''}{' --reuse' if args.reuse else ''}`\n\n"
-        f"{len(pairs.human)} rating rows (CLIPScore protocol), Kendall τc × 100. I2CE trained "
-        "on COCO val2017 + Flickr8k train captions; early stopping on held-out caption "
-        "images (same-image AUC), never on the judgments.\n\n"
+        f"Command: `{command}`\n\n"
+        f"{len(pairs.human)} rating rows (CLIPScore protocol), Kendall τc × 100. I2CE variants "
+        "trained on COCO val2017 + Flickr8k train captions; early stopping on held-out caption "
+        "images (same-image AUC), never on the judgments. `I2CE-pretrained` is the packaged "
+        "model (COCO captions only; see i2ce_jax/pretrained/MODEL_CARD.md).\n\n"
         f"{table}\n\nPooling ablation ({POOLING_MODEL}):\n\n{pool_table}\n"
     )
     if run_rows:
-        columns = ["variant", "config", "steps", "early stop", "dev AUC", "train s"]
-        section += f"\nRuns:\n\n{format_table(run_rows, columns)}\n"
+        section += f"\nRuns (all variants: `{common}`):\n\n{format_table(run_rows, list(run_rows[0]))}\n"
     update_section(title, section)
 
 

@@ -291,9 +291,7 @@ def untrained_scorer(gts: Mapping, res: Mapping, width: int | None = None) -> I2
     if width:
         config.model.embed_dim = config.model.hidden_dim = width
     model = i2ce_model.build_model(config, len(vocab))
-    return I2CEScorer(
-        model, vocab, pooling=config.scorer.pooling, max_tokens=config.scorer.max_tokens
-    )
+    return I2CEScorer(model.encoder, vocab, pooling=config.scorer.pooling)
 
 
 def _coco_bleu_cider(gts: Mapping, res: Mapping) -> None:

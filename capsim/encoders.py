@@ -57,6 +57,18 @@ def _make_embed(
     )
 
 
+def normal_embedding(vocab_size: int, embed_dim: int, std: float, seed: int) -> np.ndarray:
+    """A ``[vocab_size, embed_dim]`` N(0, std²) table with a zero PAD row (row 0).
+
+    flax's default embedding init has std 1/sqrt(embed_dim); I2CE's GRU autoencoders
+    learn far faster from N(0, 1) word vectors (bench/RESULTS.md), so models can ask
+    for this table as ``embedding_init``.
+    """
+    table = np.random.default_rng(seed).normal(0.0, std, (vocab_size, embed_dim))
+    table[0] = 0.0
+    return table.astype(np.float32)
+
+
 def _embed_masked(embed: nnx.Embed, ids: Array, mask: Array) -> Array:
     """Word vectors [B, L, E] with PAD positions zeroed, whatever row the PAD id points to."""
     return embed(ids) * mask[..., None].astype(jnp.float32)

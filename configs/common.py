@@ -73,7 +73,10 @@ def i2ce_files_config(arg: str | None, loss: str) -> ml_collections.ConfigDict:
     Layout under data_dir: ``coco/captions_*.json`` (any COCO caption files) and
     ``flickr8k/`` (Flickr8k.token.txt and the split lists). Flickr8k's test
     images are never trained on. Arguments: data_dir, loss, reduction, weight
-    (λ2), epochs, glove ("" | "package" | a glove.*.txt path), runlocal.
+    (λ2), epochs, glove ("" | "package" | a glove.*.txt path), embed and hidden
+    (sizes), init_std (std of the N(0, std²) word-vector init; 0 for flax's
+    default 1/sqrt(embed)), batch, flickr8k (False: COCO captions only, e.g.
+    for weights that must not carry Flickr8k's research-only licence), runlocal.
     """
     arg = parse_arg(
         arg,
@@ -85,17 +88,21 @@ def i2ce_files_config(arg: str | None, loss: str) -> ml_collections.ConfigDict:
         glove="",
         embed=128,
         hidden=256,
+        init_std=1.0,
+        batch=128,
+        flickr8k=True,
         runlocal=False,
     )
     config = ml_collections.ConfigDict()
     trainer_defaults(config)
+    config.batch_size = arg.batch
     config.data = dict(
         source="files",
         data_dir=arg.data_dir,
         coco_captions=("coco/captions_*.json",),
         karpathy="",
         karpathy_splits=("train", "restval"),
-        flickr8k_dir="flickr8k",
+        flickr8k_dir="flickr8k" if arg.flickr8k else "",
         flickr8k_splits=("train",),
         dev_images=500,
         max_len=20,
@@ -103,7 +110,13 @@ def i2ce_files_config(arg: str | None, loss: str) -> ml_collections.ConfigDict:
         max_vocab=6000,
     )
     embed_dim = 50 if arg.glove else arg.embed
-    config.model = dict(embed_dim=embed_dim, hidden_dim=arg.hidden, dropout=0.0, glove=arg.glove)
+    config.model = dict(
+        embed_dim=embed_dim,
+        hidden_dim=arg.hidden,
+        dropout=0.0,
+        glove=arg.glove,
+        embed_std=arg.init_std,
+    )
     config.loss = i2ce_loss(arg.loss)
     config.loss.reduction = arg.reduction
     if arg.weight >= 0:
@@ -112,7 +125,7 @@ def i2ce_files_config(arg: str | None, loss: str) -> ml_collections.ConfigDict:
     config.eval_every = 200
     config.checkpoint_every = 400
     config.early_stopping.patience = 4
-    config.scorer = dict(pooling="top-3", max_tokens=64)
+    config.scorer = dict(pooling="top-3")
     config.eval = dict(include_meteor=True)
     if arg.runlocal:
         config.num_steps = 10

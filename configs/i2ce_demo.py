@@ -26,7 +26,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         min_count=1,
         max_vocab=0,
     )
-    config.model = dict(embed_dim=64, hidden_dim=128, dropout=0.0, glove="")
+    config.model = dict(embed_dim=64, hidden_dim=128, dropout=0.0, glove="", embed_std=1.0)
     config.loss = common.i2ce_loss(arg.loss)
     config.num_epochs = 6.0
     config.batch_size = 64
@@ -34,7 +34,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     config.eval_every = 100
     config.checkpoint_every = 200
     config.optimizer.learning_rate = 2e-3
-    config.scorer = dict(pooling="top-3", max_tokens=64)
+    config.scorer = dict(pooling="top-3")
     config.eval = dict(include_meteor=False)
     if arg.runlocal:
         config.data.shapes_world.num_scenes = 200

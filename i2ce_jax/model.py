@@ -18,7 +18,7 @@ import numpy as np
 from flax import nnx
 
 from capsim import losses
-from capsim.encoders import RNNEncoder, scan_rnn
+from capsim.encoders import RNNEncoder, normal_embedding, scan_rnn
 
 # Which caption the semantic loss compares each anchor with: "self" (the other
 # anchors of the batch, the I2CE margin branch) or "similar" (a second caption
@@ -75,6 +75,13 @@ class I2CEAutoencoder(nnx.Module):
 def build_model(
     config: ml_collections.ConfigDict, vocab_size: int, embedding_init: np.ndarray | None = None
 ) -> I2CEAutoencoder:
+    """The autoencoder of ``config.model``; word vectors from ``embedding_init`` (e.g. GloVe),
+    else N(0, ``model.embed_std``²) when that is positive, else flax's default init."""
+    embed_std = config.model.get("embed_std", 0.0)
+    if embedding_init is None and embed_std > 0:
+        embedding_init = normal_embedding(
+            vocab_size, config.model.embed_dim, embed_std, seed=config.seed
+        )
     return I2CEAutoencoder(
         vocab_size,
         embed_dim=config.model.embed_dim,

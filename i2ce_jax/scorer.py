@@ -1,16 +1,24 @@
-"""Score candidate captions with a trained I2CE model, pycocoevalcap-style.
+"""Score candidate captions with an I2CE encoder, pycocoevalcap-style.
 
-``I2CEScorer.from_checkpoint(workdir).compute_score(gts, res)`` takes the same
-dicts as pycocoevalcap (id -> list of strings, one candidate per id) and
-returns ``(corpus_score, per_caption_scores)``. A caption's score is the pooled
-cosine similarity of its intrinsic vector with each reference's; captions are
-encoded one row each in fixed-shape batches, so a score depends neither on the
-other captions of the call nor on the batch size.
+``I2CEScorer.pretrained().compute_score(gts, res)`` takes the same dicts as
+pycocoevalcap (id -> list of strings, one candidate per id) and returns
+``(corpus_score, per_caption_scores)``. A caption's score is the pooled cosine
+similarity of its intrinsic vector with each reference's. ``score`` returns the
+same plus the per-reference similarities and the empty candidates.
+
+A candidate is what is being judged, so any candidate gets a score: any length
+(length-bucketed batches, see capsim.embed), any words (unknown ones go through
+``<unk>``), and an empty or whitespace-only candidate scores 0.0 and is counted.
+Malformed input stays an error that names the id: a candidate id without
+references, an empty reference list or reference, a caption that is not a string.
+Each distinct sentence of a call is encoded once.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -20,86 +28,90 @@ import numpy as np
 from flax import nnx
 
 from capsim import text
+from capsim.embed import embed_sentences
 from capsim.errors import CaptionError, CheckpointError
 from capsim.eval.pooling import pool_similarities
 from capsim.train.checkpoint import Checkpointer, find_model_checkpoint
 from capsim.train.writers import load_config
-from i2ce_jax.model import I2CEAutoencoder, build_model
+from i2ce_jax.model import build_model
 
 VOCAB_FILE = "vocab.json"
 ZERO_NORM = 1e-8
 
 
-@nnx.jit
-def _encode_unit(model: I2CEAutoencoder, ids: jax.Array, mask: jax.Array):
-    vectors = model.encode(ids, mask)
-    norms = jnp.linalg.norm(vectors, axis=-1, keepdims=True)
-    return vectors / jnp.maximum(norms, ZERO_NORM), norms[:, 0]
-
-
-def encode_rows(
-    model: I2CEAutoencoder, ids: np.ndarray, mask: np.ndarray, batch_size: int = 256
-) -> tuple[np.ndarray, np.ndarray]:
-    """Unit intrinsic vectors and raw norms of padded rows, in fixed-shape batches.
-
-    Every batch has ``batch_size`` rows (the last is padded with dummy rows that
-    are dropped), so one compilation serves all calls and a row's result does not
-    depend on its neighbours.
-    """
-    n = len(ids)
-    padded = -(-n // batch_size) * batch_size
-    ids_arr = np.zeros((padded, ids.shape[1]), np.int32)
-    mask_arr = np.zeros((padded, ids.shape[1]), bool)
-    ids_arr[:n], mask_arr[:n] = ids, mask
-    mask_arr[n:, 0] = True  # a dummy row holds one token
-    vectors, norms = [], []
-    for start in range(0, padded, batch_size):
-        rows = slice(start, start + batch_size)
-        v, nrm = _encode_unit(model, jnp.asarray(ids_arr[rows]), jnp.asarray(mask_arr[rows]))
-        vectors.append(np.asarray(v))
-        norms.append(np.asarray(nrm))
-    return np.concatenate(vectors)[:n], np.concatenate(norms)[:n]
-
-
 @dataclasses.dataclass
-class ReferenceSimilarities:
-    """Cosine similarity of each candidate with each of its references (padded with NaN)."""
+class Scores:
+    """Everything one scoring call computed, in ``res`` order.
+
+    ``similarities`` [N, R] holds the cosine similarity of each candidate with
+    each of its references (NaN past a candidate's last reference, and 0.0 for
+    an empty candidate); ``mask`` marks the real references.
+    """
 
     ids: list
-    similarities: np.ndarray  # [N, R]
-    mask: np.ndarray  # [N, R], True on real references
+    scores: np.ndarray
+    similarities: np.ndarray
+    mask: np.ndarray
+    empty_candidates: list
+
+    @property
+    def corpus_score(self) -> float:
+        return float(np.mean(self.scores))
+
+
+def _is_list_of_captions(value: object) -> bool:
+    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
 
 
 def validate_gts_res(gts: Mapping, res: Mapping) -> None:
     """Checks pycocoevalcap's contract, naming the id at fault."""
+    if not res:
+        raise ValueError("res is empty: nothing to score")
     for key, candidates in res.items():
         if key not in gts:
             raise CaptionError(key, "candidate id has no references in gts")
-        if not isinstance(candidates, Sequence) or isinstance(candidates, str) or len(candidates) != 1:
+        if not _is_list_of_captions(candidates) or len(candidates) != 1:
             raise CaptionError(key, "res must map each id to a list holding exactly one caption")
+        if not isinstance(candidates[0], str | bytes):
+            raise CaptionError(key, f"caption must be a string, got {type(candidates[0]).__name__}")
         refs = gts[key]
-        if not isinstance(refs, Sequence) or isinstance(refs, str) or len(refs) == 0:
+        if not _is_list_of_captions(refs) or len(refs) == 0:
             raise CaptionError(key, "gts must map each id to a non-empty list of reference strings")
+        for j, ref in enumerate(refs):
+            if not isinstance(ref, str | bytes):
+                raise CaptionError(
+                    f"{key}/ref{j}", f"reference must be a string, got {type(ref).__name__}"
+                )
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _unit_vectors_and_norms(
+    graphdef: nnx.GraphDef, state: nnx.State, ids: jax.Array, mask: jax.Array
+) -> jax.Array:
+    """[B, H + 1]: unit vectors with the raw norm in the last column (one compile per shape)."""
+    vectors = nnx.merge(graphdef, state)(ids, mask)
+    norms = jnp.linalg.norm(vectors, axis=-1, keepdims=True)
+    return jnp.concatenate([vectors / jnp.maximum(norms, ZERO_NORM), norms], axis=-1)
 
 
 class I2CEScorer:
-    """Caption scorer over a trained I2CE encoder."""
+    """Caption scorer over an I2CE sentence encoder (any module called as ``encoder(ids, mask)``)."""
 
     def __init__(
         self,
-        model: I2CEAutoencoder,
+        encoder: nnx.Module,
         vocab: text.Vocab,
         *,
-        max_tokens: int = 64,
         pooling: str = "top-3",
         batch_size: int = 256,
     ):
         self.vocab = vocab
-        self.max_tokens = max_tokens
         self.pooling = pooling
         self.batch_size = batch_size
-        model.eval()
-        self.model = model
+        encoder.eval()
+        self.encoder = encoder
+        graphdef, state = nnx.split(encoder)
+        self._encode_batch = functools.partial(_unit_vectors_and_norms, graphdef, state)
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, **kwargs) -> I2CEScorer:
@@ -116,51 +128,73 @@ class I2CEScorer:
         manager.restore(model=model)
         manager.close()
         kwargs.setdefault("pooling", config.scorer.pooling)
-        kwargs.setdefault("max_tokens", config.scorer.max_tokens)
-        return cls(model, vocab, **kwargs)
+        return cls(model.encoder, vocab, **kwargs)
 
-    def embed(self, texts: Sequence[str], ids: Sequence[object] | None = None) -> np.ndarray:
-        """Unit-norm intrinsic vectors [N, H]; a caption that encodes to zero is an error."""
-        encoded = text.encode(self.vocab, texts, self.max_tokens, ids=ids, too_long="error")
-        vectors, norms = encode_rows(self.model, encoded.ids, encoded.mask, self.batch_size)
-        zero = np.flatnonzero(norms < ZERO_NORM)
+    @classmethod
+    def pretrained(cls, **kwargs) -> I2CEScorer:
+        """The default scorer shipped in the package (see i2ce_jax/pretrained/MODEL_CARD.md)."""
+        from i2ce_jax import pretrained
+
+        encoder, vocab, meta = pretrained.load()
+        kwargs.setdefault("pooling", meta["pooling"])
+        return cls(encoder, vocab, **kwargs)
+
+    def _embed(
+        self, sentences: Sequence[object], ids: Sequence[object] | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Unit vectors [N, H] (zero rows for empty sentences) and the empty sentences' indices."""
+        embedded = embed_sentences(
+            self._encode_batch, self.vocab, sentences, ids=ids, batch_size=self.batch_size
+        )
+        vectors, norms = embedded.vectors[:, :-1], embedded.vectors[:, -1]
+        zero = np.setdiff1d(np.flatnonzero(norms < ZERO_NORM), embedded.empty)
         if zero.size:
             bad = ids[zero[0]] if ids is not None else int(zero[0])
             raise CaptionError(bad, "encodes to a zero vector; its similarity is undefined")
-        return vectors
+        return vectors, embedded.empty
 
-    def reference_similarities(self, gts: Mapping, res: Mapping) -> ReferenceSimilarities:
+    def embed(self, sentences: Sequence[str], ids: Sequence[object] | None = None) -> np.ndarray:
+        """Unit-norm intrinsic vectors [N, H]; an empty sentence gets the zero vector."""
+        return self._embed(sentences, ids)[0]
+
+    def score(self, gts: Mapping, res: Mapping) -> Scores:
+        """Scores, per-reference similarities and empty candidates, in ``res`` order."""
         validate_gts_res(gts, res)
         keys = list(res)
-        unique: dict[str, int] = {}
-        unique_ids: list[str] = []
+        unique: dict[object, int] = {}
+        names: list[str] = []
 
-        def index_of(sentence: str, where: str) -> int:
+        def row_of(sentence: object, name: str) -> int:
             if sentence not in unique:
                 unique[sentence] = len(unique)
-                unique_ids.append(where)
+                names.append(name)
             return unique[sentence]
 
-        cand_rows = [index_of(res[k][0], f"{k}") for k in keys]
+        cand_rows = np.array([row_of(res[k][0], str(k)) for k in keys])
         max_refs = max(len(gts[k]) for k in keys)
         ref_rows = np.full((len(keys), max_refs), -1, np.int64)
         for i, k in enumerate(keys):
             for j, ref in enumerate(gts[k]):
-                ref_rows[i, j] = index_of(ref, f"{k}/ref{j}")
-        vectors = self.embed(list(unique), ids=unique_ids)
+                ref_rows[i, j] = row_of(ref, f"{k}/ref{j}")
+        vectors, empty_rows = self._embed(list(unique), names)
         mask = ref_rows >= 0
+        empty_refs = mask & np.isin(ref_rows, empty_rows)
+        if empty_refs.any():
+            i, j = np.argwhere(empty_refs)[0]
+            raise CaptionError(f"{keys[i]}/ref{j}", "reference is empty or whitespace only")
+        empty = np.isin(cand_rows, empty_rows)
         sims = np.einsum("nd,nrd->nr", vectors[cand_rows], vectors[np.maximum(ref_rows, 0)])
-        return ReferenceSimilarities(keys, np.where(mask, sims, np.nan), mask)
+        scores = pool_similarities(sims, mask, mode=self.pooling)  # 0.0 for empty candidates
+        empty_ids = [k for k, e in zip(keys, empty, strict=True) if e]
+        if empty_ids:
+            logging.warning("%d empty candidate(s) scored 0.0: %s", len(empty_ids), empty_ids[:10])
+        return Scores(keys, scores, np.where(mask, sims, np.nan), mask, empty_ids)
 
     def compute_score(self, gts: Mapping, res: Mapping) -> tuple[float, np.ndarray]:
         """pycocoevalcap's contract: (mean score, per-caption scores in ``res`` order)."""
-        if not res:
-            raise ValueError("res is empty: nothing to score")
-        sims = self.reference_similarities(gts, res)
-        scores = pool_similarities(
-            np.nan_to_num(sims.similarities), sims.mask, mode=self.pooling
-        )
-        return float(np.mean(scores)), scores
+        result = self.score(gts, res)
+        return result.corpus_score, result.scores
 
     def method(self) -> str:
         return "I2CE"
+

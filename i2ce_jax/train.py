@@ -29,7 +29,7 @@ from capsim.train.entry import run_training_cli
 from capsim.train.loop import restore_best_or_latest, train_loop
 from capsim.train.writers import is_main_process
 from i2ce_jax.model import I2CEAutoencoder, build_model, make_loss_fn
-from i2ce_jax.scorer import VOCAB_FILE, I2CEScorer, encode_rows
+from i2ce_jax.scorer import VOCAB_FILE, I2CEScorer
 
 DEV_PAIRS = 1000
 
@@ -75,14 +75,12 @@ def make_example_fn(corpus: corpus_lib.EncodedCorpus):
     return make_example
 
 
-def make_dev_eval(dev: corpus_lib.EncodedCorpus, seed: int):
+def make_dev_eval(dev: corpus_lib.EncodedCorpus, vocab, seed: int):
     """Early-stopping metric: same-image vs different-image AUC on held-out captions."""
     pairs = make_same_diff_pairs(dev.texts_by_image(), num_pairs=DEV_PAIRS, seed=seed)
-    row_of = {r.text.strip(): i for i, r in enumerate(dev.records)}
 
     def evaluate(model: I2CEAutoencoder) -> dict[str, float]:
-        vectors, _ = encode_rows(model, dev.ids, dev.mask)
-        result = evaluate_same_diff(lambda texts: vectors[[row_of[t] for t in texts]], pairs)
+        result = evaluate_same_diff(I2CEScorer(model.encoder, vocab).embed, pairs)
         return {"dev/same_image_auc": result["auc"], "dev/same_image_pearson": result["pearson"]}
 
     return evaluate
@@ -129,14 +127,12 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
     )
     model = build_model(config, len(vocab), embedding_init)
     result = train_loop(
-        config, workdir, model, make_loss_fn(config), dataset, make_dev_eval(dev, config.seed)
+        config, workdir, model, make_loss_fn(config), dataset, make_dev_eval(dev, vocab, config.seed)
     )
     restore_best_or_latest(workdir, model)
     summary = result.summary()
     if judgments:
-        scorer = I2CEScorer(
-            model, vocab, max_tokens=config.scorer.max_tokens, pooling=config.scorer.pooling
-        )
+        scorer = I2CEScorer(model.encoder, vocab, pooling=config.scorer.pooling)
         summary["tau_c"] = judgment_report(scorer, judgments, config.eval.include_meteor)
         if is_main_process():
             rows = [{"metric": k, "Kendall tau-c x100": v} for k, v in summary["tau_c"].items()]

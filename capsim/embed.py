@@ -1,0 +1,133 @@
+"""Sentences to vectors in length-bucketed, fixed-shape batches.
+
+Every model that turns free text into vectors (the I2CE scorer, sentence
+encoders, dev evaluations) goes through ``embed_sentences``. Sentences are
+padded to the smallest bucket (16, 32, 64, ... tokens) that holds them, so a
+200-token caption works and a short one pays for at most 16 positions. Each
+bucket has one batch shape, and the last batch is filled with dummy rows, so a
+sentence's vector depends only on its own tokens: never on its neighbours, the
+order of the call or the batch size.
+
+Out-of-vocabulary words go through ``<unk>``. An empty or whitespace-only
+sentence is not encoded: it gets a zero vector and its index is reported, so the
+caller decides what it means (the I2CE scorer gives it 0.0).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from capsim import text
+from capsim.errors import CaptionError
+
+# (ids [B, L] int32, mask [B, L] bool) -> vectors [B, D]; jit it, it is called once per batch.
+EncodeBatch = Callable[[jax.Array, jax.Array], jax.Array]
+
+MIN_BUCKET = 16
+# Rows of a batch times its bucket length stays at most batch_size * TOKEN_BUDGET_LENGTH,
+# so long buckets run smaller batches instead of huge ones.
+TOKEN_BUDGET_LENGTH = 64
+MIN_ROWS = 8
+
+
+def bucket_length(num_tokens: int) -> int:
+    """The padded length for a sentence of ``num_tokens`` ids (BOS/EOS included)."""
+    length = MIN_BUCKET
+    while length < num_tokens:
+        length *= 2
+    return length
+
+
+def rows_per_batch(length: int, batch_size: int) -> int:
+    """Batch rows for a bucket: ``batch_size`` up to 64 tokens, fewer for longer buckets."""
+    budget = batch_size * TOKEN_BUDGET_LENGTH
+    return max(MIN_ROWS, min(batch_size, budget // length))
+
+
+def sentence_ids(
+    vocab: text.Vocab, sentence: object, sentence_id: object
+) -> list[int] | None:
+    """``<S> w1 .. wn </S>`` ids of one sentence, or None when it has no token.
+
+    Non-strings and bytes that are not UTF-8 raise CaptionError naming the id.
+    """
+    if isinstance(sentence, bytes):
+        try:
+            sentence = sentence.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise CaptionError(sentence_id, f"bytes are not valid UTF-8 ({error})") from error
+    if not isinstance(sentence, str):
+        raise CaptionError(sentence_id, f"caption must be a string, got {type(sentence).__name__}")
+    tokens = text.tokenize(sentence)
+    if not tokens:
+        return None
+    return [text.BOS_ID, *vocab.lookup(tokens), text.EOS_ID]
+
+
+@dataclasses.dataclass
+class Embedded:
+    """Vectors [N, D] of the sentences, with zero rows at the ``empty`` indices."""
+
+    vectors: np.ndarray
+    empty: np.ndarray
+
+
+def embed_sentences(
+    encode_batch: EncodeBatch,
+    vocab: text.Vocab,
+    sentences: Sequence[object],
+    *,
+    ids: Sequence[object] | None = None,
+    batch_size: int = 256,
+    progress: Callable[[int], None] | None = None,
+) -> Embedded:
+    """Encodes ``sentences`` with ``encode_batch``, one fixed-shape batch per bucket slice.
+
+    ``ids`` name the sentences in errors (default: their index). ``progress`` is
+    called with the number of sentences done after each batch.
+    """
+    if ids is not None and len(ids) != len(sentences):
+        raise ValueError(f"got {len(ids)} ids for {len(sentences)} sentences")
+    rows: list[list[int] | None] = [
+        sentence_ids(vocab, s, ids[i] if ids is not None else i) for i, s in enumerate(sentences)
+    ]
+    empty = np.array([i for i, row in enumerate(rows) if row is None], np.int64)
+    by_bucket: dict[int, list[int]] = {}
+    for index, row in enumerate(rows):
+        if row is not None:
+            by_bucket.setdefault(bucket_length(len(row)), []).append(index)
+
+    vectors: np.ndarray | None = None
+    done = 0
+    for length in sorted(by_bucket):
+        members = by_bucket[length]
+        size = rows_per_batch(length, batch_size)
+        for start in range(0, len(members), size):
+            chunk = members[start : start + size]
+            batch_ids = np.zeros((size, length), np.int32)
+            batch_mask = np.zeros((size, length), bool)
+            batch_mask[len(chunk) :, 0] = True  # dummy rows hold one PAD token
+            for r, index in enumerate(chunk):
+                row = rows[index]
+                batch_ids[r, : len(row)] = row
+                batch_mask[r, : len(row)] = True
+            out = np.asarray(encode_batch(jnp.asarray(batch_ids), jnp.asarray(batch_mask)))
+            if vectors is None:
+                vectors = np.zeros((len(sentences), out.shape[-1]), out.dtype)
+            vectors[chunk] = out[: len(chunk)]
+            done += len(chunk)
+            if progress is not None:
+                progress(done)
+    if vectors is None:  # nothing but empty sentences: the encoder's width, without running it
+        shape = jax.eval_shape(
+            encode_batch,
+            jax.ShapeDtypeStruct((MIN_ROWS, MIN_BUCKET), jnp.int32),
+            jax.ShapeDtypeStruct((MIN_ROWS, MIN_BUCKET), jnp.bool_),
+        )
+        vectors = np.zeros((len(sentences), shape.shape[-1]), shape.dtype)
+    return Embedded(vectors=vectors, empty=empty)

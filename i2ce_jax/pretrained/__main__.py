@@ -1,0 +1,3 @@
+from i2ce_jax.pretrained import main
+
+main()
