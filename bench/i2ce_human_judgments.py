@@ -8,9 +8,11 @@ captions (never on captions of Flickr8k test images, which Flickr8k-Expert
 judges), with early stopping on held-out COCO/Flickr8k-train images, then
 scores the Flickr8k-Expert pairs (CLIPScore protocol: each expert rating is a
 row; candidates that are one of their image's references are skipped) and
-reports Kendall τc × 100. ``--pretrained`` adds the model shipped in the
-package. Writes bench/results/i2ce_flickr8k_expert.json and the table section
-of bench/RESULTS.md.
+reports Kendall τc × 100. ``--pretrained`` adds the models shipped in the
+package. ``--merge FILE`` adds the I2CE rows (and runs) of an earlier results
+JSON, e.g. variants trained on a GPU machine, to this run's table; the table
+names each row's source. Writes bench/results/i2ce_flickr8k_expert.json and the
+table section of bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import subprocess
 import sys
 import time
@@ -48,7 +51,7 @@ VARIANTS = {
     "I2CE-triplet": "loss=triplet",
     "I2CE-nce": "loss=infonce",
 }
-PRETRAINED = "I2CE-pretrained"
+PRETRAINED = {"I2CE-pretrained": "base", "I2CE-pretrained-large": "large"}
 POOLING_MODEL = "I2CE-margin-mean"
 POOLINGS = [f"top-{k}" for k in range(1, 6)]
 
@@ -95,10 +98,14 @@ def main() -> None:
         help="an extra variant: a name and its config arguments (repeatable)",
     )
     parser.add_argument(
-        "--extra", default="embed=300,hidden=512", help="config arguments added to every variant"
+        "--extra", default="embed=300,hidden=512", help="config arguments of every variant (a variant's own arguments win)"
     )
     parser.add_argument("--parallel", type=int, default=1, help="variants trained at once")
-    parser.add_argument("--pretrained", action="store_true", help="also score the packaged model")
+    parser.add_argument("--pretrained", action="store_true", help="also score the packaged models")
+    parser.add_argument(
+        "--merge", action="append", default=[], type=Path, metavar="JSON",
+        help="add the I2CE rows of an earlier results file (repeatable)",
+    )
     parser.add_argument("--reuse", action="store_true", help="score existing workdirs, no training")
     parser.add_argument(
         "--tag", default="", help="an extra setting: own JSON file and RESULTS.md section"
@@ -111,7 +118,7 @@ def main() -> None:
     variants.update(dict(spec.split("=", 1) for spec in args.add))
     common = f"data_dir={data_dir},epochs={args.epochs}"
     variants = {
-        name: ",".join(filter(None, [common, arg, args.extra])) for name, arg in variants.items()
+        name: ",".join(filter(None, [common, args.extra, arg])) for name, arg in variants.items()
     }
 
     root = Path(args.workdir)
@@ -128,7 +135,8 @@ def main() -> None:
 
     scorers = {name: (lambda n=name: I2CEScorer.from_checkpoint(root / n)) for name in variants}
     if args.pretrained:
-        scorers[PRETRAINED] = I2CEScorer.pretrained
+        for name, model in PRETRAINED.items():
+            scorers[name] = lambda m=model: I2CEScorer.pretrained(m)
     pooling = {}
     for name, load in scorers.items():
         result = load().score(pairs.gts, pairs.res)
@@ -141,7 +149,18 @@ def main() -> None:
                 )[mode]
 
     tau_c = judgment_harness.tau_c_table(pairs, scores)
-    result = {"rows": len(pairs.human), "tau_c": tau_c, "pooling": pooling}
+    source = dict.fromkeys(tau_c, "this run")
+    for path in args.merge:
+        merged = json.loads(path.read_text())
+        if merged["rows"] != len(pairs.human):
+            raise ValueError(f"{path} has {merged['rows']} rating rows, this run {len(pairs.human)}")
+        for name, value in merged["tau_c"].items():
+            if name.startswith(("I2CE", "P-")) and name not in tau_c:
+                tau_c[name], source[name] = value, path.name
+        pooling = pooling or merged.get("pooling", {})
+        runs.update({k: v for k, v in merged.get("runs", {}).items() if k not in runs})
+    command = " ".join(["python", *sys.argv]).replace(str(data_dir), "../shared/data")
+    result = {"command": command, "rows": len(pairs.human), "tau_c": tau_c, "pooling": pooling}
     if runs:
         result["runs"] = runs
     out_json = RESULTS_JSON.with_name(
@@ -151,7 +170,8 @@ def main() -> None:
     out_json.write_text(json.dumps(result, indent=2) + "\n")
 
     table = format_table(
-        [{"metric": k, "tau_c x100": v} for k, v in tau_c.items()], ["metric", "tau_c x100"]
+        [{"metric": k, "tau_c x100": v, "source": source[k]} for k, v in tau_c.items()],
+        ["metric", "tau_c x100", "source"],
     )
     pool_table = format_table(
         [{"pooling": k, "tau_c x100": v} for k, v in pooling.items()], ["pooling", "tau_c x100"]
@@ -159,7 +179,7 @@ def main() -> None:
     run_rows = [
         {
             "variant": name,
-            "config": run["config_arg"].replace(common + ",", ""),
+            "config": re.sub(r"(data_dir|epochs)=[^,]*,?", "", run["config_arg"]),
             "steps": run["steps"],
             "early stop": run["stopped_early"],
             "dev AUC": run["best_dev_same_image_auc"],
@@ -171,7 +191,6 @@ def main() -> None:
     if run_rows:
         print(format_table(run_rows, list(run_rows[0])))
     title = f"{SECTION}: {args.tag}" if args.tag else SECTION
-    command = " ".join(["python", *sys.argv]).replace(str(data_dir), "../shared/data")
     section = (
         f"{title}\n\n"
         f"Command: `{command}`\n\n"
@@ -181,8 +200,15 @@ def main() -> None:
         "model (COCO captions only; see i2ce_jax/pretrained/MODEL_CARD.md).\n\n"
         f"{table}\n\nPooling ablation ({POOLING_MODEL}):\n\n{pool_table}\n"
     )
+    for path in args.merge:
+        merged = json.loads(path.read_text())
+        section += (
+            f"\nRows from `{path.name}`: trained by `{merged.get('command', '?')}` on "
+            f"{merged.get('device', 'this machine')}.{' ' + merged['note'] if 'note' in merged else ''}\n"
+        )
     if run_rows:
-        section += f"\nRuns (all variants: `{common}`):\n\n{format_table(run_rows, list(run_rows[0]))}\n"
+        section += f"\nRuns (dev AUC: held-out caption images; train s: wall time of the run):\n\n"
+        section += format_table(run_rows, list(run_rows[0])) + "\n"
     update_section(title, section)
 
 

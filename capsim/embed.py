@@ -2,8 +2,10 @@
 
 Every model that turns free text into vectors (the I2CE scorer, sentence
 encoders, dev evaluations) goes through ``embed_sentences``. Sentences are
-padded to the smallest bucket (16, 32, 64, ... tokens) that holds them, so a
-200-token caption works and a short one pays for at most 16 positions. Each
+padded to the smallest bucket that holds them: multiples of 4 tokens up to 32,
+where captions live, then 48, 64, 96, 128, 192, 256, ... So a 200-token caption
+works, and a short one pays for at most 3 padded steps (encoding time is linear
+in the padded length). Each
 bucket has one batch shape, and the last batch is filled with dummy rows, so a
 sentence's vector depends only on its own tokens: never on its neighbours, the
 order of the call or the batch size.
@@ -28,7 +30,8 @@ from capsim.errors import CaptionError
 # (ids [B, L] int32, mask [B, L] bool) -> vectors [B, D]; jit it, it is called once per batch.
 EncodeBatch = Callable[[jax.Array, jax.Array], jax.Array]
 
-MIN_BUCKET = 16
+MIN_BUCKET = 8
+FINE_STEP, FINE_LIMIT = 4, 32
 # Rows of a batch times its bucket length stays at most batch_size * TOKEN_BUDGET_LENGTH,
 # so long buckets run smaller batches instead of huge ones.
 TOKEN_BUDGET_LENGTH = 64
@@ -37,9 +40,11 @@ MIN_ROWS = 8
 
 def bucket_length(num_tokens: int) -> int:
     """The padded length for a sentence of ``num_tokens`` ids (BOS/EOS included)."""
-    length = MIN_BUCKET
-    while length < num_tokens:
-        length *= 2
+    if num_tokens <= FINE_LIMIT:
+        return max(MIN_BUCKET, -(-num_tokens // FINE_STEP) * FINE_STEP)
+    length = FINE_LIMIT
+    while length < num_tokens:  # 32, 48, 64, 96, 128, ...: x1.5 from a power of two, else x4/3
+        length += length // 2 if length & (length - 1) == 0 else length // 3
     return length
 
 

@@ -1,13 +1,16 @@
-"""Score captions from the command line with a trained I2CE model.
+"""Score captions from the command line with I2CE (the packaged model by default).
 
-    python -m i2ce_jax.score --checkpoint WORKDIR --refs refs.json --cands cands.json \
-        [--out scores.json] [--pooling top-3]
+    python -m i2ce_jax.score --refs refs.json --cands cands.json [--out scores.json]
+        [--model base|large | --checkpoint WORKDIR] [--pooling top-3]
 
 ``refs.json``: ``{"<image id>": ["reference", ...], ...}``.
 ``cands.json``: COCO results style, ``[{"image_id": <id>, "caption": "..."}, ...]``.
-Writes ``{"method", "pooling", "corpus_score", "scores": [{"image_id", "caption",
-"score", "reference_similarities"}]}``; the output file is replaced atomically,
-so an error never leaves a half-written file behind.
+Writes ``{"method", "model", "pooling", "corpus_score", "empty_candidates",
+"empty_candidate_indices", "scores": [{"image_id", "caption", "score",
+"reference_similarities"}]}``. Every candidate gets a score (an empty one 0.0,
+counted in ``empty_candidates``); malformed files, an image without references
+and non-string captions are errors naming the file and entry, and the output
+file is replaced atomically, so an error never leaves a half-written file.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ def read_refs(path: str | Path) -> dict[str, list[str]]:
     for key, refs in data.items():
         if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
             raise DataFormatError(path, f"image {key!r}: expected a non-empty list of strings")
+        for j, ref in enumerate(refs):
+            if not ref.strip():
+                raise DataFormatError(path, f"image {key!r}: reference {j} is empty")
     return {str(k): v for k, v in data.items()}
 
 
@@ -74,8 +80,7 @@ def score_files(
         if image_id not in refs:
             raise CaptionError(key, f"image {image_id!r} has no references in --refs")
         gts[key], res[key] = refs[image_id], [caption]
-    sims = scorer.reference_similarities(gts, res)
-    corpus, scores = scorer.compute_score(gts, res)
+    result = scorer.score(gts, res)
     rows = [
         {
             "image_id": image_id,
@@ -84,10 +89,18 @@ def score_files(
             "reference_similarities": [float(s) for s in row[mask]],
         }
         for (image_id, caption), score, row, mask in zip(
-            cands, scores, sims.similarities, sims.mask, strict=True
+            cands, result.scores, result.similarities, result.mask, strict=True
         )
     ]
-    return {"method": "I2CE", "pooling": scorer.pooling, "corpus_score": corpus, "scores": rows}
+    empty = [keys.index(k) for k in result.empty_candidates]
+    return {
+        "method": "I2CE",
+        "pooling": scorer.pooling,
+        "corpus_score": result.corpus_score,
+        "empty_candidates": len(empty),
+        "empty_candidate_indices": empty,
+        "scores": rows,
+    }
 
 
 def write_atomically(path: Path, payload: dict) -> None:
@@ -98,22 +111,30 @@ def write_atomically(path: Path, payload: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--checkpoint", required=True, help="I2CE training workdir or checkpoint dir")
     parser.add_argument("--refs", required=True)
     parser.add_argument("--cands", required=True)
     parser.add_argument("--out", default="-", help="output JSON file, or - for stdout")
-    parser.add_argument("--pooling", default=None, help="top-1..top-5, mean or max (default: from config)")
+    parser.add_argument("--model", default="base", help="packaged model: base or large")
+    parser.add_argument(
+        "--checkpoint", default=None, help="an I2CE training workdir instead of a packaged model"
+    )
+    parser.add_argument("--pooling", default=None, help="top-1..top-5, mean or max (default: the model's)")
     args = parser.parse_args(argv)
+    refs, cands = read_refs(args.refs), read_cands(args.cands)  # bad files fail before loading
     kwargs = {"pooling": args.pooling} if args.pooling else {}
-    scorer = I2CEScorer.from_checkpoint(args.checkpoint, **kwargs)
-    result = score_files(scorer, read_refs(args.refs), read_cands(args.cands))
+    if args.checkpoint:
+        scorer = I2CEScorer.from_checkpoint(args.checkpoint, **kwargs)
+    else:
+        scorer = I2CEScorer.pretrained(args.model, **kwargs)
+    result = {"model": args.checkpoint or args.model, **score_files(scorer, refs, cands)}
     if args.out == "-":
         json.dump(result, sys.stdout, indent=1)
         print()
     else:
         write_atomically(Path(args.out), result)
         print(
-            f"scored {len(result['scores'])} captions, mean {result['corpus_score']:.4f} -> {args.out}",
+            f"scored {len(result['scores'])} captions ({result['empty_candidates']} empty), "
+            f"mean {result['corpus_score']:.4f} -> {args.out}",
             file=sys.stderr,
         )
     return 0

@@ -131,11 +131,14 @@ class I2CEScorer:
         return cls(model.encoder, vocab, **kwargs)
 
     @classmethod
-    def pretrained(cls, **kwargs) -> I2CEScorer:
-        """The default scorer shipped in the package (see i2ce_jax/pretrained/MODEL_CARD.md)."""
+    def pretrained(cls, name: str = "base", **kwargs) -> I2CEScorer:
+        """A scorer shipped in the package: "base" (default) or "large".
+
+        See i2ce_jax/pretrained/MODEL_CARD.md for their data and figures.
+        """
         from i2ce_jax import pretrained
 
-        encoder, vocab, meta = pretrained.load()
+        encoder, vocab, meta = pretrained.load(name)
         kwargs.setdefault("pooling", meta["pooling"])
         return cls(encoder, vocab, **kwargs)
 

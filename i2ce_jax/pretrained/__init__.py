@@ -1,17 +1,18 @@
-"""The I2CE encoder shipped in the package, and the command that rebuilds it.
+"""The I2CE encoders shipped in the package, and the command that rebuilds them.
 
-``load()`` returns the packaged encoder (word vectors + GRU; the decoder is only
-needed for training and is not shipped), its vocabulary and its metadata;
-``I2CEScorer.pretrained()`` wraps it. Nothing is downloaded.
+``load(name)`` returns a packaged encoder (word vectors + GRU; the decoder is
+only needed for training and is not shipped), its vocabulary and its metadata;
+``I2CEScorer.pretrained(name)`` wraps it. Nothing is downloaded. Models:
+``base`` (the default) and ``large``, one folder each beside this file.
 
-Rebuild (trains configs/i2ce_pretrained.py on COCO captions, then exports):
+Rebuild one (trains configs/i2ce_pretrained.py on COCO captions, then exports
+into the package):
 
-    python -m i2ce_jax.pretrained --data_dir ../shared/data --workdir /tmp/i2ce_pretrained \
-        --out i2ce_jax/pretrained
+    python -m i2ce_jax.pretrained --name base --data_dir ../shared/data
 
-``--export_only`` exports an already trained workdir. MODEL_CARD.md beside this
-file records the data, the licences, the figures and the checksum of
-``encoder.npz``.
+``--export_only`` exports an already trained ``--workdir``. MODEL_CARD.md beside
+this file records the data, the licences, the figures and the checksums of the
+``encoder.npz`` files.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import argparse
 import hashlib
 import json
 import time
+import zipfile
 from pathlib import Path
 from typing import Any
 
+import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
@@ -33,6 +36,8 @@ from capsim.train.checkpoint import Checkpointer, find_model_checkpoint
 from capsim.train.writers import load_config
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+NAMES = ("base", "large")
+DEFAULT = "base"
 WEIGHTS_FILE = "encoder.npz"
 VOCAB_FILE = "vocab.json"
 META_FILE = "encoder.json"
@@ -47,14 +52,15 @@ def _encoder(vocab_size: int, embed_dim: int, hidden_dim: int) -> RNNEncoder:
     return RNNEncoder(vocab_size, embed_dim, hidden_dim, cell="gru", rngs=nnx.Rngs(0))
 
 
-def _flatten(tree: dict, prefix: str = "") -> dict[str, np.ndarray]:
+def _flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": x}} -> {"a/b": x}."""
     flat = {}
     for key, value in tree.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             flat.update(_flatten(value, f"{name}/"))
         else:
-            flat[name] = np.asarray(value)
+            flat[name] = value
     return flat
 
 
@@ -84,10 +90,12 @@ def export(workdir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     params = _flatten(nnx.to_pure_dict(nnx.state(model.encoder, nnx.Param)))
-    np.savez(out_dir / WEIGHTS_FILE, **params)
+    np.savez(out_dir / WEIGHTS_FILE, **{k: np.asarray(v) for k, v in params.items()})
     vocab.save(out_dir / VOCAB_FILE)
     results_file = workdir / "results.json"
     results = json.loads(results_file.read_text()) if results_file.exists() else {}
+    config_record = config.to_dict()
+    config_record["data"]["data_dir"] = "<data_dir>"  # where it was trained says nothing here
     meta = {
         "format": FORMAT,
         "vocab_size": len(vocab),
@@ -97,15 +105,18 @@ def export(workdir: str | Path, out_dir: str | Path) -> dict[str, Any]:
         "loss": config.loss.name,
         "steps": results.get("steps"),
         "dev_same_image_auc": results.get("best_dev_same_image_auc"),
-        "config": config.to_dict(),
+        "config": config_record,
     }
     (out_dir / META_FILE).write_text(json.dumps(meta, indent=1, sort_keys=True) + "\n")
     return {"sha256": sha256(out_dir / WEIGHTS_FILE), **meta}
 
 
-def load(model_dir: str | Path = PACKAGE_DIR) -> tuple[RNNEncoder, text.Vocab, dict[str, Any]]:
-    """The packaged encoder (eval mode), its vocabulary and its metadata."""
-    model_dir = Path(model_dir)
+def load(name: str | Path = DEFAULT) -> tuple[RNNEncoder, text.Vocab, dict[str, Any]]:
+    """A packaged encoder (eval mode), its vocabulary and its metadata.
+
+    ``name`` is one of NAMES or the folder of any exported model.
+    """
+    model_dir = PACKAGE_DIR / name if name in NAMES else Path(name)
     for needed in (WEIGHTS_FILE, VOCAB_FILE, META_FILE):
         if not (model_dir / needed).exists():
             raise CheckpointError(f"{model_dir} has no {needed}: not an exported I2CE model")
@@ -113,34 +124,46 @@ def load(model_dir: str | Path = PACKAGE_DIR) -> tuple[RNNEncoder, text.Vocab, d
     if meta.get("format") != FORMAT:
         raise CheckpointError(f"{model_dir / META_FILE}: not a {FORMAT} file")
     vocab = text.Vocab.load(model_dir / VOCAB_FILE)
-    encoder = _encoder(len(vocab), meta["embed_dim"], meta["hidden_dim"])
+    # Shapes only: the weights come from the file, so nothing is initialised randomly.
+    encoder = nnx.eval_shape(lambda: _encoder(len(vocab), meta["embed_dim"], meta["hidden_dim"]))
     state = nnx.state(encoder, nnx.Param)
+    expected = {k: v.shape for k, v in _flatten(nnx.to_pure_dict(state)).items()}
     try:
-        with np.load(model_dir / WEIGHTS_FILE) as weights:
-            nnx.replace_by_pure_dict(state, _unflatten(dict(weights)))
-    except (OSError, ValueError, KeyError) as error:
+        with np.load(model_dir / WEIGHTS_FILE) as file:
+            weights = {k: jnp.asarray(file[k]) for k in file.files}
+    except (OSError, ValueError, zipfile.BadZipFile) as error:
         raise CheckpointError(f"{model_dir / WEIGHTS_FILE} is unreadable: {error}") from error
+    found = {k: v.shape for k, v in weights.items()}
+    if found != expected:
+        raise CheckpointError(
+            f"{model_dir / WEIGHTS_FILE} does not match {META_FILE}: arrays {found}, "
+            f"expected {expected}"
+        )
+    nnx.replace_by_pure_dict(state, _unflatten(weights))
     nnx.update(encoder, state)
     encoder.eval()
     return encoder, vocab, meta
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Train and export the packaged I2CE model.")
+    parser = argparse.ArgumentParser(description="Train and export a packaged I2CE model.")
+    parser.add_argument("--name", default=DEFAULT, choices=NAMES)
     parser.add_argument("--data_dir", default="../shared/data")
-    parser.add_argument("--workdir", default="/tmp/i2ce_pretrained")
-    parser.add_argument("--out", default=str(PACKAGE_DIR))
+    parser.add_argument("--workdir", default=None, help="default: /tmp/i2ce_pretrained_NAME")
+    parser.add_argument("--out", default=None, help="default: the package folder of --name")
     parser.add_argument("--config_arg", default="", help="extra configs/i2ce_pretrained.py arguments")
     parser.add_argument("--export_only", action="store_true", help="export --workdir as it is")
     args = parser.parse_args(argv)
+    workdir = args.workdir or f"/tmp/i2ce_pretrained_{args.name}"
+    out = args.out or str(PACKAGE_DIR / args.name)
     if not args.export_only:
         from configs import i2ce_pretrained
         from i2ce_jax.train import train_and_evaluate
 
-        arg = ",".join(filter(None, [f"data_dir={args.data_dir}", args.config_arg]))
+        arg = ",".join(filter(None, [f"model={args.name}", f"data_dir={args.data_dir}", args.config_arg]))
         start = time.perf_counter()
-        summary = train_and_evaluate(i2ce_pretrained.get_config(arg), args.workdir)
+        summary = train_and_evaluate(i2ce_pretrained.get_config(arg), workdir)
         print(f"trained in {time.perf_counter() - start:.0f} s: {json.dumps(summary)}")
-    info = export(args.workdir, args.out)
-    size = (Path(args.out) / WEIGHTS_FILE).stat().st_size
-    print(f"exported {args.out}/{WEIGHTS_FILE}: {size / 1e6:.1f} MB, sha256 {info['sha256']}")
+    info = export(workdir, out)
+    size = (Path(out) / WEIGHTS_FILE).stat().st_size
+    print(f"exported {out}/{WEIGHTS_FILE}: {size / 1e6:.1f} MB, sha256 {info['sha256']}")

@@ -1,0 +1,185 @@
+"""The packaged I2CE models: load, score every real oddity, checksums, rebuild, CLI."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from capsim.embed import bucket_length
+from capsim.errors import CaptionError, CheckpointError, DataFormatError
+from i2ce_jax import pretrained
+from i2ce_jax import score as score_cli
+from i2ce_jax.scorer import I2CEScorer
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = REPO.parent / "shared" / "data"
+MODEL_CARD = REPO / "i2ce_jax" / "pretrained" / "MODEL_CARD.md"
+MAX_PACKAGE_BYTES = 20_000_000
+
+REFERENCES = [
+    "a brown dog runs across the green grass",
+    "a dog running on a lawn",
+    "the dog is playing outside in a field",
+    "a small dog jumps over the grass",
+    "a puppy runs in the park",
+]
+LONG_CAPTION = " ".join(["a dog runs on the grass and"] * 21)  # 147 words + ids > 128 tokens
+ODDITIES = {
+    "long": LONG_CAPTION,
+    "all_oov": "zzyzx qwertyuiop xylograph",
+    "single_word": "tvs",
+    "emoji": "a dog 🐕 running on grass 🌿",
+    "non_ascii": "un chien brun court sur l'herbe — café",
+    "html": "a dog &amp; a cat on the &quot;grass&quot; <br>",
+    "upper": "A BROWN DOG RUNS ACROSS THE GREEN GRASS",
+    "punct": "a dog!!!!! running???? on grass......",
+    "identical": REFERENCES[0],
+    "empty": "",
+    "whitespace": "  \t\n ",
+}
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    return I2CEScorer.pretrained()
+
+
+def test_packaged_models_are_small_and_load_fast():
+    for name in pretrained.NAMES:
+        folder = pretrained.PACKAGE_DIR / name
+        assert sum(p.stat().st_size for p in folder.iterdir()) < MAX_PACKAGE_BYTES
+        start = time.perf_counter()
+        encoder, vocab, meta = pretrained.load(name)
+        assert time.perf_counter() - start < 2.0
+        assert meta["config"]["data"]["flickr8k_dir"] == ""  # COCO captions only
+        assert len(vocab) == meta["vocab_size"]
+
+
+def test_checksums_match_the_model_card():
+    card = MODEL_CARD.read_text()
+    for name in pretrained.NAMES:
+        digest = pretrained.sha256(pretrained.PACKAGE_DIR / name / pretrained.WEIGHTS_FILE)
+        assert re.search(rf"`{name}`.*{digest}", card), f"{name}: {digest} not in the card"
+
+
+def test_every_oddity_gets_a_finite_score(scorer):
+    gts = {key: REFERENCES for key in ODDITIES}
+    res = {key: [caption] for key, caption in ODDITIES.items()}
+    result = scorer.score(gts, res)
+    scores = dict(zip(result.ids, result.scores, strict=True))
+    assert np.all(np.isfinite(result.scores))
+    assert bucket_length(len(LONG_CAPTION.split()) + 2) > 128
+    assert result.similarities[list(res).index("identical"), 0] == pytest.approx(1.0, abs=1e-6)
+    assert scores["empty"] == 0.0 and scores["whitespace"] == 0.0
+    assert result.empty_candidates == ["empty", "whitespace"]
+    assert scores["upper"] == pytest.approx(scores["identical"], abs=1e-6)  # lower-cased
+    assert scores["identical"] > scores["all_oov"]
+    assert scores["identical"] > scores["single_word"]
+
+
+def test_identical_candidate_scores_one_with_top_1():
+    top1 = I2CEScorer.pretrained(pooling="top-1")
+    _, scores = top1.compute_score({"a": REFERENCES}, {"a": [REFERENCES[2]]})
+    assert scores[0] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_scores_do_not_depend_on_other_captions_or_batch_size(scorer):
+    gts = {key: REFERENCES for key in ODDITIES}
+    res = {key: [caption] for key, caption in ODDITIES.items()}
+    _, together = scorer.compute_score(gts, res)
+    alone = [scorer.compute_score({k: gts[k]}, {k: res[k]})[1][0] for k in res]
+    _, small = I2CEScorer.pretrained(batch_size=8).compute_score(gts, res)
+    np.testing.assert_allclose(together, alone, atol=1e-6)
+    np.testing.assert_allclose(together, small, atol=1e-6)
+
+
+def test_related_caption_beats_unrelated(scorer):
+    gts = {"good": REFERENCES, "bad": REFERENCES}
+    res = {"good": ["a dog runs on the grass"], "bad": ["a man slices a pizza in a kitchen"]}
+    _, scores = scorer.compute_score(gts, res)
+    assert scores[0] > scores[1] + 0.2
+
+
+def test_corrupt_package_folder_is_an_error(tmp_path):
+    source = pretrained.PACKAGE_DIR / pretrained.DEFAULT
+    for name in (pretrained.VOCAB_FILE, pretrained.META_FILE):
+        (tmp_path / name).write_bytes((source / name).read_bytes())
+    with pytest.raises(CheckpointError, match="no encoder.npz"):
+        pretrained.load(tmp_path)
+    (tmp_path / pretrained.WEIGHTS_FILE).write_bytes(b"not a zip file")
+    with pytest.raises(CheckpointError, match="unreadable"):
+        pretrained.load(tmp_path)
+
+
+def _write(path: Path, payload) -> Path:
+    path.write_text(json.dumps(payload, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def test_cli_without_checkpoint_scores_every_oddity(tmp_path):
+    refs = _write(tmp_path / "refs.json", {"img": REFERENCES})
+    cands = _write(
+        tmp_path / "cands.json", [{"image_id": "img", "caption": c} for c in ODDITIES.values()]
+    )
+    out = tmp_path / "scores.json"
+    assert score_cli.main(["--refs", str(refs), "--cands", str(cands), "--out", str(out)]) == 0
+    written = json.loads(out.read_text())
+    assert written["model"] == "base"
+    assert len(written["scores"]) == len(ODDITIES)
+    assert all(np.isfinite(row["score"]) for row in written["scores"])
+    empty_at = [list(ODDITIES).index("empty"), list(ODDITIES).index("whitespace")]
+    assert written["empty_candidates"] == 2
+    assert written["empty_candidate_indices"] == empty_at
+    assert all(written["scores"][i]["score"] == 0.0 for i in empty_at)
+
+
+@pytest.mark.parametrize(
+    ("refs", "cands", "error", "match"),
+    [
+        ({"img": ["a dog"]}, b"[{", DataFormatError, r"cands.json:1.*invalid JSON"),
+        ({"img": ["a dog"]}, [{"image_id": "other", "caption": "x"}], CaptionError, "'other'"),
+        ({"img": []}, [{"image_id": "img", "caption": "x"}], DataFormatError, r"refs.json.*'img'"),
+        ({"img": ["  "]}, [{"image_id": "img", "caption": "x"}], DataFormatError, r"refs.json.*empty"),
+        ({"img": ["a dog"]}, [{"image_id": "img", "caption": 3}], DataFormatError, "entry 0.*string"),
+        ({"img": ["a dog"]}, b'[{"image_id": "img", "caption": "caf\xe9"}]', DataFormatError, "UTF-8"),
+    ],
+)
+def test_cli_bad_files_are_errors_and_write_nothing(tmp_path, refs, cands, error, match):
+    refs_file = _write(tmp_path / "refs.json", refs)
+    cands_file = tmp_path / "cands.json"
+    if isinstance(cands, bytes):
+        cands_file.write_bytes(cands)
+    else:
+        _write(cands_file, cands)
+    out = tmp_path / "scores.json"
+    out.write_text("previous\n")
+    with pytest.raises(error, match=match):
+        score_cli.main(["--refs", str(refs_file), "--cands", str(cands_file), "--out", str(out)])
+    assert out.read_text() == "previous\n"
+
+
+def test_scoring_input_errors_name_the_id(scorer):
+    with pytest.raises(CaptionError, match="'x'.*no references"):
+        scorer.compute_score({"a": REFERENCES}, {"x": ["a dog"]})
+
+
+@pytest.mark.skipif(not (DATA / "coco").is_dir(), reason="needs ../shared/data/coco")
+def test_rebuild_command_runs_at_runlocal_size(tmp_path):
+    out = tmp_path / "model"
+    pretrained.main(
+        [
+            "--name", "base", "--data_dir", str(DATA), "--workdir", str(tmp_path / "work"),
+            "--out", str(out), "--config_arg", "runlocal",
+        ]
+    )
+    encoder, vocab, meta = pretrained.load(out)
+    assert meta["config"]["data"]["flickr8k_dir"] == ""  # COCO captions only
+    assert meta["loss"] == "infonce" and meta["embed_dim"] == 128
+    scorer = I2CEScorer(encoder, vocab)
+    _, scores = scorer.compute_score({"a": REFERENCES}, {"a": ["a dog on grass"]})
+    assert np.isfinite(scores[0])
