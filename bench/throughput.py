@@ -11,8 +11,9 @@ batches (caption lengths 8-20 tokens, vocabulary 5000, 2048-d image features);
 timed steps alternate between the two frameworks in rounds, after warmup
 (JAX compilation excluded). Scoring: captions/s of I2CEScorer.compute_score and
 of capsim's Bleu(4)+CiderD against pycocoevalcap's Bleu(4)+Cider on the same
-Flickr8k-Expert candidates with 5 references each. The I2CE model is untrained:
-scoring cost depends on shapes, not on weight values.
+Flickr8k-Expert candidates with 5 references each, using the packaged I2CE
+model; pycocoevalcap both as users run it (Java PTBTokenizer first) and on
+pre-tokenised text; ratios per round, median/min/max over ``--rounds``.
 
 Every figure is a ratio measured on the same machine in the same process.
 Writes bench/results/throughput.json and the "## Throughput" section of
@@ -36,6 +37,7 @@ import io
 import itertools
 import json
 import platform
+import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -50,6 +52,7 @@ import torch_reference
 from flax import nnx, traverse_util
 from pycocoevalcap.bleu.bleu import Bleu as CocoBleu
 from pycocoevalcap.cider.cider import Cider as CocoCider
+from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
 from capsim import text
 from capsim.eval.ngram import Bleu, CiderD
@@ -74,9 +77,8 @@ MIN_TOKENS, MAX_TOKENS = 8, 20
 FIRST_WORD_ID = len(text.SPECIALS)
 DISTINCT_BATCHES = 4
 INTERLEAVE_ROUNDS = 5
-SCORING_CANDIDATES = 2000
-SCORING_REPEATS = 3
-WARMUP_CANDIDATES = 8
+SCORING_ROUNDS = 5
+SCORING_SECTION = "## Scoring throughput"
 BLEU_ORDER = 4
 
 # name -> the model's real training config.
@@ -275,7 +277,7 @@ def measure_training(
     }
 
 
-def load_golden_pairs(path: Path, limit: int) -> tuple[dict, dict]:
+def load_golden_pairs(path: Path, limit: int | None) -> tuple[dict, dict]:
     """pycocoevalcap-style gts/res from the first ``limit`` rows of the golden file."""
     rows = json.loads(path.read_text(encoding="utf-8"))["rows"][:limit]
     gts = {row["key"]: list(row["references"]) for row in rows}
@@ -300,48 +302,127 @@ def _coco_bleu_cider(gts: Mapping, res: Mapping) -> None:
     CocoCider().compute_score(gts, res)
 
 
+def _coco_as_users_run_it(gts: Mapping, res: Mapping) -> None:
+    """pycocoevalcap's usual recipe: its Java PTBTokenizer on the raw text, then Bleu+Cider."""
+    tokenizer = PTBTokenizer()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        gts_tok = tokenizer.tokenize({k: [{"caption": c} for c in v] for k, v in gts.items()})
+        res_tok = tokenizer.tokenize({k: [{"caption": c} for c in v] for k, v in res.items()})
+    _coco_bleu_cider(gts_tok, res_tok)
+
+
 def _capsim_bleu_cider(gts: Mapping, res: Mapping) -> None:
     Bleu(BLEU_ORDER).compute_score(gts, res)
     CiderD().compute_score(gts, res)
 
 
+def _pretokenised(captions: Mapping) -> dict:
+    """The text pycocoevalcap's PTBTokenizer returns (capsim's tokenizer matches it)."""
+    return {k: [" ".join(text.tokenize_for_metrics(c)) for c in v] for k, v in captions.items()}
+
+
 def measure_scoring(
-    gts: Mapping, res: Mapping, *, repeats: int = SCORING_REPEATS, width: int | None = None
+    gts: Mapping, res: Mapping, *, rounds: int = SCORING_ROUNDS, scorer: I2CEScorer | None = None
 ) -> list[dict]:
-    """Captions/s of the I2CE scorer and of capsim's BLEU+CIDEr-D against pycocoevalcap's."""
-    scorer = untrained_scorer(gts, res, width)
-    scorers = {
-        "i2ce": lambda g, r: scorer.compute_score(g, r),
-        "capsim": _capsim_bleu_cider,
-        "pycocoevalcap": _coco_bleu_cider,
+    """Captions/s of the I2CE scorer (and capsim's n-gram metrics) against pycocoevalcap.
+
+    Each round times every scorer once on all candidates, in alternating order;
+    a row's ratio is taken per round, then summarised as median, min and max.
+    The warmup round compiles every length bucket the candidates need.
+    """
+    scorer = scorer or I2CEScorer.pretrained()
+    gts_tok, res_tok = _pretokenised(gts), _pretokenised(res)
+    runners = {
+        "i2ce": lambda: scorer.compute_score(gts, res),
+        "capsim_pretok": lambda: _capsim_bleu_cider(gts_tok, res_tok),
+        "coco_pretok": lambda: _coco_bleu_cider(gts_tok, res_tok),
     }
-    warm_ids = list(res)[:WARMUP_CANDIDATES]
-    warm = ({k: gts[k] for k in warm_ids}, {k: res[k] for k in warm_ids})
-    runners = {name: (lambda calls, fn=fn: [fn(*call) for call in calls]) for name, fn in scorers.items()}
-    # The warmup call (start 0) scores a few candidates: it compiles the I2CE encoder.
-    elapsed = time_interleaved(
-        runners,
-        lambda start, count: [warm if start == 0 else (gts, res)] * count,
-        warmup=1,
-        steps=repeats,
-        rounds=repeats,
-    )
-    speed = {name: repeats * len(res) / seconds for name, seconds in elapsed.items()}
-    reference = "pycocoevalcap BLEU-4+CIDEr-D"
-    return [
-        {
-            "what": f"I2CE scorer vs {reference} (captions/s)",
-            "ours": speed["i2ce"],
-            "reference": speed["pycocoevalcap"],
-            "ratio": speed["i2ce"] / speed["pycocoevalcap"],
-        },
-        {
-            "what": f"capsim BLEU-4+CIDEr-D vs {reference} (captions/s)",
-            "ours": speed["capsim"],
-            "reference": speed["pycocoevalcap"],
-            "ratio": speed["capsim"] / speed["pycocoevalcap"],
-        },
+    java = shutil.which("java") is not None
+    if java:
+        runners["coco_ptb"] = lambda: _coco_as_users_run_it(gts, res)
+    load_start = os.getloadavg()[0]
+    for run in runners.values():
+        run()
+    seconds: dict[str, list[float]] = {name: [] for name in runners}
+    names = list(runners)
+    for index in range(rounds):
+        for name in names if index % 2 == 0 else names[::-1]:
+            began = time.perf_counter()
+            runners[name]()
+            seconds[name].append(time.perf_counter() - began)
+    load_end = os.getloadavg()[0]
+    pairs = [
+        ("I2CE-score-vs-coco-ptb", "i2ce", "coco_ptb",
+         "I2CE scorer (packaged model, raw text) vs pycocoevalcap PTBTokenizer (Java) + Bleu(4) + Cider, as users run it"),
+        ("I2CE-score-vs-coco-pretokenised", "i2ce", "coco_pretok",
+         "I2CE scorer (packaged model, raw text) vs pycocoevalcap Bleu(4) + Cider on pre-tokenised text"),
+        ("capsim-ngram-vs-coco-pretokenised", "capsim_pretok", "coco_pretok",
+         "capsim Bleu(4) + CIDEr-D vs pycocoevalcap Bleu(4) + Cider, both on pre-tokenised text"),
     ]
+    rows = []
+    for name, ours, reference, description in pairs:
+        if reference not in seconds:
+            print(f"{name}: skipped (no Java for pycocoevalcap's PTBTokenizer)")
+            continue
+        ratios = np.array(seconds[reference]) / np.array(seconds[ours])
+        rows.append(
+            {
+                "name": name,
+                "what": "score",
+                "description": description,
+                "ours": len(res) / float(np.median(seconds[ours])),
+                "reference": len(res) / float(np.median(seconds[reference])),
+                "ratio_median": float(np.median(ratios)),
+                "ratio_min": float(ratios.min()),
+                "ratio_max": float(ratios.max()),
+                "rounds": rounds,
+                "candidates": len(res),
+                "load_start": load_start,
+                "load_end": load_end,
+            }
+        )
+    return rows
+
+
+def scoring_table(rows: Sequence[Mapping]) -> str:
+    lines = [
+        "| row | ours (captions/s) | reference (captions/s) | ratio median | min | max | load start / end |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    lines += [
+        f"| {r['name']} | {r['ours']:.0f} | {r['reference']:.0f} | {r['ratio_median']:.2f} | "
+        f"{r['ratio_min']:.2f} | {r['ratio_max']:.2f} | {r['load_start']:.2f} / {r['load_end']:.2f} |"
+        for r in rows
+    ]
+    return "\n".join(lines)
+
+
+def write_scoring_results(command: str, rows: list[dict], model: str) -> str:
+    """The "## Scoring throughput" section, and the score rows of throughput.json."""
+    table = scoring_table(rows)
+    descriptions = "\n".join(f"- `{r['name']}`: {r['description']}." for r in rows)
+    n = rows[0]
+    section = f"""{SCORING_SECTION}
+
+Command: `{command}`
+
+All {n['candidates']} Flickr8k-Expert (image, candidate) pairs with their 5 references; the
+I2CE model is the packaged `{model}` model, which deduplicates sentences and encodes each
+once. Each of {n['rounds']} rounds times every scorer once (alternating order) after a warmup
+round; the ratio is ours / reference captions/s per round, summarised as median, min and max.
+The machine is shared (2 cores): the load average at the start and the end is in the table.
+
+{descriptions}
+
+{table}
+"""
+    update_section(SCORING_SECTION, section)
+    previous = json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {"rows": []}
+    kept = [r for r in previous["rows"] if r.get("what") != "score" and "captions/s" not in r.get("what", "")]
+    previous["rows"] = kept + rows
+    previous["scoring_command"] = command
+    RESULTS_JSON.write_text(json.dumps(previous, indent=2) + "\n")
+    return table
 
 
 def markdown_table(rows: Sequence[Mapping]) -> str:
@@ -392,9 +473,6 @@ Command: `{command}`
   library's jit-compiled `make_train_step` over the data mesh; the reference is the PyTorch twin
   in `bench/torch_reference.py` (packed GRU encoders, so PAD steps are skipped there, while the
   library's scan runs every padded step).
-- Scoring: the first {st['candidates']} Flickr8k-Expert pairs (5 references each), total time of
-  {st['repeats']} call(s) per scorer after a warmup call. The I2CE model is untrained: its cost
-  depends on shapes, not on weights.
 - Ratio = JAX (or ours) / reference; above 1 means we are faster.
 
 {table}
@@ -404,12 +482,10 @@ Loss on the first batch from the same weights, JAX / torch: {losses}.
 """
     update_section(SECTION, section)
     RESULTS_JSON.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS_JSON.write_text(
-        json.dumps(
-            {"command": command, "settings": settings, "machine": machine, "rows": rows}, indent=2
-        )
-        + "\n"
-    )
+    previous = json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {"rows": []}
+    scoring = [r for r in previous["rows"] if r.get("what") == "score"]
+    previous.update(command=command, settings=settings, machine=machine, rows=rows + scoring)
+    RESULTS_JSON.write_text(json.dumps(previous, indent=2) + "\n")
     return table
 
 
@@ -418,12 +494,20 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--batch_size", type=int, default=128)
-    parser.add_argument("--candidates", type=int, default=SCORING_CANDIDATES)
-    parser.add_argument("--repeats", type=int, default=SCORING_REPEATS)
+    parser.add_argument("--rounds", type=int, default=SCORING_ROUNDS, help="scoring rounds")
+    parser.add_argument("--model", default="base", help="packaged I2CE model to score with")
+    parser.add_argument("--only", choices=("all", "train", "score"), default="all")
     parser.add_argument("--golden", type=Path, default=GOLDEN_FILE, help="scoring candidates")
     args = parser.parse_args()
-    if not args.golden.is_file():
-        parser.error(f"{args.golden} does not exist (pycocoevalcap golden rows: see shared/data)")
+    command = ("python bench/throughput.py " + " ".join(sys.argv[1:])).strip()
+    if args.only != "train":
+        if not args.golden.is_file():
+            parser.error(f"{args.golden} does not exist (pycocoevalcap golden rows: see shared/data)")
+        gts, res = load_golden_pairs(args.golden, limit=None)
+        rows = measure_scoring(gts, res, rounds=args.rounds, scorer=I2CEScorer.pretrained(args.model))
+        print(write_scoring_results(command, rows, args.model), flush=True)
+    if args.only == "score":
+        return
     torch.set_num_threads(os.cpu_count())
     machine = machine_facts()
     sizes = Sizes(batch_size=args.batch_size)
@@ -437,12 +521,8 @@ def main() -> None:
             flush=True,
         )
         rows.append(row)
-    gts, res = load_golden_pairs(args.golden, args.candidates)
-    rows += measure_scoring(gts, res, repeats=args.repeats)
-    settings = {**vars(args), "golden": str(args.golden), "candidates": len(res)}
-    command = "python bench/throughput.py " + " ".join(sys.argv[1:])
-    print(write_results(command.strip(), settings, machine, rows))
-
+    settings = {k: v for k, v in vars(args).items() if k in ("steps", "warmup", "batch_size")}
+    print(write_results(command, settings, machine, rows))
 
 if __name__ == "__main__":
     main()

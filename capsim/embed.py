@@ -17,6 +17,7 @@ caller decides what it means (the I2CE scorer gives it 0.0).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Callable, Sequence
 
@@ -36,6 +37,7 @@ FINE_STEP, FINE_LIMIT = 4, 32
 # so long buckets run smaller batches instead of huge ones.
 TOKEN_BUDGET_LENGTH = 64
 MIN_ROWS = 8
+IN_FLIGHT = 8
 
 
 def bucket_length(num_tokens: int) -> int:
@@ -107,8 +109,23 @@ def embed_sentences(
         if row is not None:
             by_bucket.setdefault(bucket_length(len(row)), []).append(index)
 
+    # Up to IN_FLIGHT batches are dispatched before the oldest result is read back,
+    # so building the next batch on the host overlaps with the device's work.
     vectors: np.ndarray | None = None
     done = 0
+    pending: collections.deque[tuple[list[int], jax.Array]] = collections.deque()
+
+    def collect() -> None:
+        nonlocal vectors, done
+        chunk, out = pending.popleft()
+        out = np.asarray(out)
+        if vectors is None:
+            vectors = np.zeros((len(sentences), out.shape[-1]), out.dtype)
+        vectors[chunk] = out[: len(chunk)]
+        done += len(chunk)
+        if progress is not None:
+            progress(done)
+
     for length in sorted(by_bucket):
         members = by_bucket[length]
         size = rows_per_batch(length, batch_size)
@@ -121,13 +138,11 @@ def embed_sentences(
                 row = rows[index]
                 batch_ids[r, : len(row)] = row
                 batch_mask[r, : len(row)] = True
-            out = np.asarray(encode_batch(jnp.asarray(batch_ids), jnp.asarray(batch_mask)))
-            if vectors is None:
-                vectors = np.zeros((len(sentences), out.shape[-1]), out.dtype)
-            vectors[chunk] = out[: len(chunk)]
-            done += len(chunk)
-            if progress is not None:
-                progress(done)
+            pending.append((chunk, encode_batch(jnp.asarray(batch_ids), jnp.asarray(batch_mask))))
+            if len(pending) > IN_FLIGHT:
+                collect()
+    while pending:
+        collect()
     if vectors is None:  # nothing but empty sentences: the encoder's width, without running it
         shape = jax.eval_shape(
             encode_batch,

@@ -103,7 +103,7 @@ class I2CEScorer:
         vocab: text.Vocab,
         *,
         pooling: str = "top-3",
-        batch_size: int = 256,
+        batch_size: int = 128,
     ):
         self.vocab = vocab
         self.pooling = pooling

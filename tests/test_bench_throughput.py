@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -43,10 +44,17 @@ def test_training_measurement_compares_the_same_model(name):
     assert row["torch_initial_loss"] == pytest.approx(row["jax_initial_loss"], rel=1e-4, abs=1e-5)
 
 
-def test_scoring_measurement_gives_two_positive_ratios():
-    rows = throughput.measure_scoring(GTS, RES, repeats=1, width=8)
-    assert [r["what"].split()[0] for r in rows] == ["I2CE", "capsim"]
-    assert all(_positive_finite(r["ratio"]) for r in rows)
+def test_scoring_measurement_gives_positive_ratios_per_round():
+    scorer = throughput.untrained_scorer(GTS, RES, width=8)
+    rows = throughput.measure_scoring(GTS, RES, rounds=2, scorer=scorer)
+    names = [r["name"] for r in rows]
+    assert names[-2:] == ["I2CE-score-vs-coco-pretokenised", "capsim-ngram-vs-coco-pretokenised"]
+    if shutil.which("java"):
+        assert names[0] == "I2CE-score-vs-coco-ptb"
+    for row in rows:
+        assert row["what"] == "score" and row["rounds"] == 2
+        assert row["ratio_min"] <= row["ratio_median"] <= row["ratio_max"]
+        assert all(_positive_finite(row[k]) for k in ("ours", "reference", "ratio_median"))
 
 
 def test_golden_pairs_have_five_references(shared_data):
