@@ -12,9 +12,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from capsim.data.judgments import Judgment
+from capsim.data.judgments import Judgment, PairJudgment
 from capsim.eval.coco_metrics import compute_caption_metrics
-from capsim.eval.correlation import kendall_tau
+from capsim.eval.correlation import MIN_SYSTEMS, kendall_tau, pearson, system_level_agreement
 from capsim.text import tokenize_for_metrics
 
 PERCENT = 100.0
@@ -37,13 +37,21 @@ class JudgedPairs:
 
     def tokenized(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """The same dicts PTB-tokenised the way pycocoevalcap's n-gram metrics expect."""
+        return metric_tokenized(self.gts, self.res)
 
-        def tok(s: str) -> str:
-            return " ".join(tokenize_for_metrics(s))
 
-        gts = {k: [tok(r) for r in refs] for k, refs in self.gts.items()}
-        res = {k: [tok(c) for c in cands] for k, cands in self.res.items()}
-        return gts, res
+def metric_tokenized(
+    gts: Mapping[str, list[str]], res: Mapping[str, list[str]]
+) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """gts/res PTB-tokenised the way pycocoevalcap's n-gram metrics expect."""
+
+    def tok(s: str) -> str:
+        return " ".join(tokenize_for_metrics(s))
+
+    return (
+        {k: [tok(r) for r in refs] for k, refs in gts.items()},
+        {k: [tok(c) for c in cands] for k, cands in res.items()},
+    )
 
 
 def group_judgments(judgments: Sequence[Judgment]) -> JudgedPairs:
@@ -65,10 +73,10 @@ def group_judgments(judgments: Sequence[Judgment]) -> JudgedPairs:
 
 
 def ngram_metric_scores(
-    pairs: JudgedPairs, include_meteor: bool = True
+    pairs: JudgedPairs | PreferencePairs, include_meteor: bool = True
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """BLEU-1..4, ROUGE-L, CIDEr (and METEOR with Java) per pair, all pairs in one call."""
-    gts, res = pairs.tokenized()
+    """BLEU-1..4, ROUGE-L, CIDEr (and METEOR with Java) per candidate, all in one call."""
+    gts, res = metric_tokenized(pairs.gts, pairs.res)
     return compute_caption_metrics(gts, res, include_meteor=include_meteor)
 
 
@@ -84,3 +92,91 @@ def tau_c_table(pairs: JudgedPairs, scores: Mapping[str, np.ndarray]) -> dict[st
         name: PERCENT * kendall_tau(per_pair[pairs.pair_of_rating], pairs.human, variant="c")
         for name, per_pair in scores.items()
     }
+
+
+# --------------------------------------------------------------------------- protocols
+# Each human-judgment set is read with its own statistic, as published:
+#   flickr8k_expert, composite: Kendall τc over rating rows (CLIPScore protocol);
+#   flickr8k_cf: Kendall τb over the yes-fraction;
+#   thumb: Pearson over rows, plus system-level agreement;
+#   pascal50s: accuracy against the human majority, per category and their mean.
+ABSOLUTE_STATISTICS = {
+    "flickr8k_expert": "tau_c",
+    "composite": "tau_c",
+    "flickr8k_cf": "tau_b",
+    "thumb": "pearson",
+}
+PASCAL_REFERENCES = 5  # references sampled per pair, as in the CIDEr paper
+
+
+def absolute_report(
+    name: str, pairs: JudgedPairs, scores: Mapping[str, np.ndarray], systems: Sequence[str] = ()
+) -> dict[str, dict]:
+    """Per metric, the set's statistic × 100 against the ratings (and THumB's system level)."""
+    statistic = ABSOLUTE_STATISTICS[name]
+    report: dict[str, dict] = {}
+    for metric, per_pair in scores.items():
+        per_row = per_pair[pairs.pair_of_rating]
+        if statistic == "pearson":
+            value = pearson(per_row, pairs.human)
+        else:
+            value = kendall_tau(per_row, pairs.human, variant=statistic[-1])
+        report[metric] = {statistic: PERCENT * value}
+    if systems:
+        row_systems = [systems[i] for i in pairs.pair_of_rating]
+        if len(set(row_systems)) >= MIN_SYSTEMS:
+            per_row = {m: s[pairs.pair_of_rating] for m, s in scores.items()}
+            agreement = system_level_agreement(per_row, pairs.human, row_systems)
+            for metric, values in agreement.items():
+                report[metric]["system_pearson"] = PERCENT * values["pearson"]
+                report[metric]["system_kendall_tau_b"] = PERCENT * values["kendall_tau_b"]
+    return report
+
+
+@dataclasses.dataclass
+class PreferencePairs:
+    """PASCAL-50S pairs as pycocoevalcap dicts: keys ``{i}a`` and ``{i}b`` share references."""
+
+    gts: dict[str, list[str]]
+    res: dict[str, list[str]]
+    preference: np.ndarray  # fraction of humans preferring a
+    categories: list[str]
+
+
+def preference_pairs(
+    judgments: Sequence[PairJudgment], num_references: int = PASCAL_REFERENCES, seed: int = 0
+) -> PreferencePairs:
+    """Both candidates of each pair against the same ``num_references`` references,
+    sampled without replacement with a fixed seed (all of them when there are fewer)."""
+    rng = np.random.default_rng(seed)
+    gts, res = {}, {}
+    for i, j in enumerate(judgments):
+        refs = list(j.references)
+        if len(refs) > num_references:
+            refs = [refs[k] for k in sorted(rng.choice(len(refs), num_references, replace=False))]
+        for side, candidate in (("a", j.candidate_a), ("b", j.candidate_b)):
+            gts[f"{i}{side}"], res[f"{i}{side}"] = refs, [candidate]
+    preference = np.array([j.preference for j in judgments], np.float64)
+    return PreferencePairs(gts, res, preference, [j.category for j in judgments])
+
+
+def pascal_report(pairs: PreferencePairs, scores: Mapping[str, np.ndarray]) -> dict[str, dict]:
+    """Accuracy × 100 per category and their mean: the metric agrees with the human majority.
+
+    Pairs without a majority (exactly half the votes) are left out; a metric tie
+    counts half. ``scores[m]`` is in ``pairs.res`` order (a, b, a, b, ...).
+    """
+    decided = pairs.preference != 0.5
+    human_a = pairs.preference > 0.5
+    categories = np.array(pairs.categories)
+    report: dict[str, dict] = {}
+    for metric, per_candidate in scores.items():
+        a, b = per_candidate[0::2], per_candidate[1::2]
+        agree = np.where(a == b, 0.5, (a > b) == human_a)
+        per_category = {
+            category: PERCENT * float(agree[decided & (categories == category)].mean())
+            for category in sorted(set(pairs.categories))
+            if np.any(decided & (categories == category))
+        }
+        report[metric] = {**per_category, "mean": float(np.mean(list(per_category.values())))}
+    return report

@@ -1,0 +1,114 @@
+"""python -m i2ce_jax.evaluate: each judgment set's protocol, on fixtures and on Flickr8k-Expert."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from capsim.data.judgments import Judgment, PairJudgment
+from capsim.errors import DataFormatError
+from capsim.eval import judgment_harness as harness
+from i2ce_jax import evaluate
+from test_judgments import _write_pascal
+
+FIXTURES = Path(__file__).parent / "fixtures" / "judgments"
+BENCH_JSON = Path(__file__).resolve().parents[1] / "bench" / "results" / "i2ce_flickr8k_expert.json"
+
+
+def _run(tmp_path, *args) -> dict:
+    out = tmp_path / "evaluation.json"
+    assert evaluate.main([*args, "--no_meteor", "--out", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
+def test_absolute_statistics_match_scipy():
+    judgments = [
+        Judgment(f"img{i % 3}", f"caption {i}", str(i), ("a ref",), score, system=f"S{i % 4}")
+        for i, score in enumerate([1, 3, 2, 4, 4, 1, 2, 3])
+    ]
+    pairs = harness.group_judgments(judgments)
+    metric = np.array([0.1, 0.5, 0.3, 0.9, 0.7, 0.2, 0.2, 0.6])
+    human = pairs.human
+    for name, reference in [
+        ("flickr8k_expert", 100 * stats.kendalltau(metric, human, variant="c").statistic),
+        ("flickr8k_cf", 100 * stats.kendalltau(metric, human, variant="b").statistic),
+        ("thumb", 100 * stats.pearsonr(metric, human).statistic),
+    ]:
+        statistic = harness.ABSOLUTE_STATISTICS[name]
+        report = harness.absolute_report(name, pairs, {"m": metric})
+        assert report["m"][statistic] == pytest.approx(reference, abs=1e-9)
+    systems = [j.system for j in judgments]
+    report = harness.absolute_report("thumb", pairs, {"m": metric}, systems)
+    means_m = [metric[[i for i in range(8) if i % 4 == s]].mean() for s in range(4)]
+    means_h = [human[[i for i in range(8) if i % 4 == s]].mean() for s in range(4)]
+    assert report["m"]["system_pearson"] == pytest.approx(100 * stats.pearsonr(means_m, means_h).statistic)
+
+
+def test_pascal_accuracy_by_hand():
+    judgments = [
+        PairJudgment("i", "a0", "b0", tuple(f"r{k}" for k in range(8)), 0.75, "HC"),  # humans: a
+        PairJudgment("i", "a1", "b1", ("r",), 0.25, "HC"),  # humans: b
+        PairJudgment("i", "a2", "b2", ("r",), 0.5, "HI"),  # no majority: left out
+        PairJudgment("i", "a3", "b3", ("r",), 1.0, "HI"),  # humans: a
+    ]
+    pairs = harness.preference_pairs(judgments, num_references=5, seed=0)
+    assert len(pairs.gts["0a"]) == 5 and pairs.gts["0a"] == pairs.gts["0b"]
+    assert pairs.gts["0a"] == harness.preference_pairs(judgments, 5, seed=0).gts["0a"]
+    # metric per candidate, in a, b order: right, wrong, (ignored), tie
+    scores = {"m": np.array([0.9, 0.1, 0.8, 0.2, 0.5, 0.5, 0.4, 0.4])}
+    report = harness.pascal_report(pairs, scores)["m"]
+    assert report == {"HC": 50.0, "HI": 50.0, "mean": 50.0}
+
+
+def test_fixture_sets_each_get_their_statistic(tmp_path):
+    thumb = tmp_path / "mscoco_THumB-1.0.jsonl"
+    rows = []
+    for image, refs in (("974", ["A man and children ride an elephant."]), ("2453", ["A bench in water."])):
+        for k, (system, hyp, score) in enumerate(
+            [("A", "people ride an elephant", 4.0), ("B", "a bench", 2.0), ("C", "a dog", 1.0)]
+        ):
+            rows.append({"SYS": system, "seg_id": image, "hyp": hyp, "human_score": score + k * 0.1})
+    thumb.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "mscoco_references.json").write_text(
+        "".join(json.dumps({"seg_id": s, "refs": r}) + "\n" for s, r in
+                (("974", ["A man and children ride an elephant."]), ("2453", ["A bench in water."])))
+    )
+    pascal = _write_pascal(tmp_path)
+    result = _run(
+        tmp_path,
+        "--judgments",
+        f"flickr8k_cf:{FIXTURES},thumb:{thumb},pascal50s:{pascal},"
+        f"composite:{FIXTURES / 'composite_8k_correctness.csv'},flickr8k_expert:{FIXTURES}",
+        "--references", f"composite={FIXTURES / 'Flickr8k.token.txt'}",
+    )
+    sets = result["sets"]
+    assert result["model"] == "base"
+    assert set(sets["flickr8k_cf"]["metrics"]["I2CE"]) == {"tau_b"}
+    assert set(sets["thumb"]["metrics"]["I2CE"]) == {"pearson", "system_pearson", "system_kendall_tau_b"}
+    assert set(sets["pascal50s"]["metrics"]["CIDEr"]) <= {"HC", "HI", "HM", "MM", "mean"}
+    assert "mean" in sets["pascal50s"]["metrics"]["I2CE"]
+    assert set(sets["composite"]["metrics"]["BLEU-4"]) == {"tau_c"}
+    assert set(sets["flickr8k_expert"]["metrics"]["I2CE"]) == {"tau_c"}
+    assert "METEOR" in sets["thumb"]["skipped"]
+
+
+def test_bad_arguments_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="NAME:PATH"):
+        evaluate.parse_specs("expert:/x")
+    with pytest.raises(DataFormatError, match="--references composite"):
+        _run(tmp_path, "--judgments", f"composite:{FIXTURES / 'composite_8k_correctness.csv'}")
+    with pytest.raises(DataFormatError, match="does not exist"):
+        _run(tmp_path, "--judgments", f"flickr8k_expert:{tmp_path}")
+
+
+def test_flickr8k_expert_real_file_matches_the_bench(tmp_path, shared_data):
+    result = _run(tmp_path, "--judgments", f"flickr8k_expert:{shared_data / 'flickr8k'}")
+    metrics = result["sets"]["flickr8k_expert"]["metrics"]
+    bench = json.loads(BENCH_JSON.read_text())["tau_c"]
+    assert metrics["I2CE"]["tau_c"] == pytest.approx(bench["I2CE-pretrained"], abs=0.05)
+    assert metrics["BLEU-4"]["tau_c"] == pytest.approx(bench["BLEU-4"], abs=1e-6)
+    assert metrics["CIDEr"]["tau_c"] == pytest.approx(bench["CIDEr"], abs=1e-6)
