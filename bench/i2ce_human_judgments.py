@@ -207,7 +207,7 @@ def main() -> None:
             f"{merged.get('device', 'this machine')}.{' ' + merged['note'] if 'note' in merged else ''}\n"
         )
     if run_rows:
-        section += f"\nRuns (dev AUC: held-out caption images; train s: wall time of the run):\n\n"
+        section += "\nRuns (dev AUC: held-out caption images; train s: wall time of the run):\n\n"
         section += format_table(run_rows, list(run_rows[0])) + "\n"
     update_section(title, section)
 

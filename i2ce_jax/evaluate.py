@@ -22,7 +22,6 @@ everything is written to ``--out`` (replaced atomically).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from collections.abc import Callable, Mapping

@@ -54,7 +54,7 @@ def test_packaged_models_are_small_and_load_fast():
         folder = pretrained.PACKAGE_DIR / name
         assert sum(p.stat().st_size for p in folder.iterdir()) < MAX_PACKAGE_BYTES
         start = time.perf_counter()
-        encoder, vocab, meta = pretrained.load(name)
+        _, vocab, meta = pretrained.load(name)
         assert time.perf_counter() - start < 2.0
         assert meta["config"]["data"]["flickr8k_dir"] == ""  # COCO captions only
         assert len(vocab) == meta["vocab_size"]
@@ -109,7 +109,7 @@ def test_corrupt_package_folder_is_an_error(tmp_path):
     source = pretrained.PACKAGE_DIR / pretrained.DEFAULT
     for name in (pretrained.VOCAB_FILE, pretrained.META_FILE):
         (tmp_path / name).write_bytes((source / name).read_bytes())
-    with pytest.raises(CheckpointError, match="no encoder.npz"):
+    with pytest.raises(CheckpointError, match=r"no encoder\.npz"):
         pretrained.load(tmp_path)
     (tmp_path / pretrained.WEIGHTS_FILE).write_bytes(b"not a zip file")
     with pytest.raises(CheckpointError, match="unreadable"):
@@ -164,7 +164,7 @@ def test_cli_bad_files_are_errors_and_write_nothing(tmp_path, refs, cands, error
 
 
 def test_scoring_input_errors_name_the_id(scorer):
-    with pytest.raises(CaptionError, match="'x'.*no references"):
+    with pytest.raises(CaptionError, match=r"'x'.*no references"):
         scorer.compute_score({"a": REFERENCES}, {"x": ["a dog"]})
 
 
