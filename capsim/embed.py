@@ -19,17 +19,21 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from flax import nnx
 
 from capsim import text
 from capsim.errors import CaptionError
 
 # (ids [B, L] int32, mask [B, L] bool) -> vectors [B, D]; jit it, it is called once per batch.
 EncodeBatch = Callable[[jax.Array, jax.Array], jax.Array]
+# fn(module, ids, mask) -> vectors: what a model computes for a batch of sentences.
+ModuleFn = Callable[[nnx.Module, jax.Array, jax.Array], jax.Array]
 
 MIN_BUCKET = 8
 FINE_STEP, FINE_LIMIT = 4, 32
@@ -38,6 +42,29 @@ FINE_STEP, FINE_LIMIT = 4, 32
 TOKEN_BUDGET_LENGTH = 64
 MIN_ROWS = 8
 IN_FLIGHT = 8
+
+
+def _call_module(module: nnx.Module, ids: jax.Array, mask: jax.Array) -> jax.Array:
+    return module(ids, mask)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _apply(
+    graphdef: nnx.GraphDef, fn: ModuleFn, state: nnx.State, ids: jax.Array, mask: jax.Array
+) -> jax.Array:
+    return fn(nnx.merge(graphdef, state), ids, mask)
+
+
+def module_encoder(module: nnx.Module, fn: ModuleFn = _call_module) -> EncodeBatch:
+    """``encode_batch`` for an NNX model: jit-compiled ``fn(module, ids, mask)``.
+
+    The module is put in eval mode and its current weights are captured; ``fn``
+    must be a module-level function (it is a static argument of the jit, so one
+    compilation per bucket shape serves every model of the same structure).
+    """
+    module.eval()
+    graphdef, state = nnx.split(module)
+    return functools.partial(_apply, graphdef, fn, state)
 
 
 def bucket_length(num_tokens: int) -> int:

@@ -17,7 +17,6 @@ Each distinct sentence of a call is encoded once.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,10 +27,10 @@ import numpy as np
 from flax import nnx
 
 from capsim import text
-from capsim.embed import embed_sentences
+from capsim.embed import embed_sentences, module_encoder
 from capsim.errors import CaptionError, CheckpointError
 from capsim.eval.pooling import pool_similarities
-from capsim.train.checkpoint import Checkpointer, find_model_checkpoint
+from capsim.train.checkpoint import find_model_checkpoint, restore_model
 from capsim.train.writers import load_config
 from i2ce_jax.model import build_model
 
@@ -84,12 +83,9 @@ def validate_gts_res(gts: Mapping, res: Mapping) -> None:
                 )
 
 
-@functools.partial(jax.jit, static_argnums=0)
-def _unit_vectors_and_norms(
-    graphdef: nnx.GraphDef, state: nnx.State, ids: jax.Array, mask: jax.Array
-) -> jax.Array:
-    """[B, H + 1]: unit vectors with the raw norm in the last column (one compile per shape)."""
-    vectors = nnx.merge(graphdef, state)(ids, mask)
+def unit_vectors_and_norms(encoder: nnx.Module, ids: jax.Array, mask: jax.Array) -> jax.Array:
+    """[B, H + 1]: unit intrinsic vectors with the raw norm in the last column."""
+    vectors = encoder(ids, mask)
     norms = jnp.linalg.norm(vectors, axis=-1, keepdims=True)
     return jnp.concatenate([vectors / jnp.maximum(norms, ZERO_NORM), norms], axis=-1)
 
@@ -108,10 +104,8 @@ class I2CEScorer:
         self.vocab = vocab
         self.pooling = pooling
         self.batch_size = batch_size
-        encoder.eval()
         self.encoder = encoder
-        graphdef, state = nnx.split(encoder)
-        self._encode_batch = functools.partial(_unit_vectors_and_norms, graphdef, state)
+        self._encode_batch = module_encoder(encoder, unit_vectors_and_norms)
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, **kwargs) -> I2CEScorer:
@@ -124,9 +118,7 @@ class I2CEScorer:
         config = load_config(workdir)
         vocab = text.Vocab.load(workdir / VOCAB_FILE)
         model = build_model(config, len(vocab))
-        manager = Checkpointer(manager_dir, read_only=True)
-        manager.restore(model=model)
-        manager.close()
+        restore_model(manager_dir, model)
         kwargs.setdefault("pooling", config.scorer.pooling)
         return cls(model.encoder, vocab, **kwargs)
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from pathlib import Path
 
 import ml_collections
@@ -23,15 +22,14 @@ from capsim.data.pipeline import training_dataset
 from capsim.data.records import CaptionRecord
 from capsim.eval import judgment_harness
 from capsim.eval.correlation import format_table
-from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
+from capsim.eval.same_diff import make_dev_eval
 from capsim.train import mesh as mesh_lib
+from capsim.train.checkpoint import restore_model
 from capsim.train.entry import run_training_cli
-from capsim.train.loop import restore_best_or_latest, train_loop
+from capsim.train.loop import steps_for_epochs, train_loop
 from capsim.train.writers import is_main_process
-from i2ce_jax.model import I2CEAutoencoder, build_model, make_loss_fn
+from i2ce_jax.model import build_model, make_loss_fn
 from i2ce_jax.scorer import VOCAB_FILE, I2CEScorer
-
-DEV_PAIRS = 1000
 
 
 def load_corpora(
@@ -75,17 +73,6 @@ def make_example_fn(corpus: corpus_lib.EncodedCorpus):
     return make_example
 
 
-def make_dev_eval(dev: corpus_lib.EncodedCorpus, vocab, seed: int):
-    """Early-stopping metric: same-image vs different-image AUC on held-out captions."""
-    pairs = make_same_diff_pairs(dev.texts_by_image(), num_pairs=DEV_PAIRS, seed=seed)
-
-    def evaluate(model: I2CEAutoencoder) -> dict[str, float]:
-        result = evaluate_same_diff(I2CEScorer(model.encoder, vocab).embed, pairs)
-        return {"dev/same_image_auc": result["auc"], "dev/same_image_pearson": result["pearson"]}
-
-    return evaluate
-
-
 def judgment_report(
     scorer: I2CEScorer, judgments: list[Judgment], include_meteor: bool
 ) -> dict[str, float]:
@@ -114,8 +101,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
         "vocabulary %d, %d training captions of %d images, %d dev captions",
         len(vocab), len(train), len(train.image_ids), len(dev),
     )
-    if config.num_steps < 0:
-        config.num_steps = math.ceil(config.num_epochs * len(train) / config.batch_size)
+    steps_for_epochs(config, len(train))
     dataset = training_dataset(
         range(len(train)),
         make_example_fn(train),
@@ -126,10 +112,11 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
         config.model.glove, vocab, config.model.embed_dim, seed=config.seed
     )
     model = build_model(config, len(vocab), embedding_init)
-    result = train_loop(
-        config, workdir, model, make_loss_fn(config), dataset, make_dev_eval(dev, vocab, config.seed)
+    evaluate = make_dev_eval(
+        dev.texts_by_image(), lambda m: I2CEScorer(m.encoder, vocab).embed, config.seed
     )
-    restore_best_or_latest(workdir, model)
+    result = train_loop(config, workdir, model, make_loss_fn(config), dataset, evaluate)
+    restore_model(workdir, model)
     summary = result.summary()
     if judgments:
         scorer = I2CEScorer(model.encoder, vocab, pooling=config.scorer.pooling)

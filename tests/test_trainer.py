@@ -12,8 +12,8 @@ from flax import nnx
 
 from capsim.data.pipeline import training_dataset
 from capsim.errors import CheckpointError
-from capsim.train.checkpoint import find_model_checkpoint
-from capsim.train.loop import restore_best_or_latest, train_loop
+from capsim.train.checkpoint import find_model_checkpoint, restore_model
+from capsim.train.loop import train_loop
 
 TRUE_W = np.array([1.5, -2.0, 0.5], np.float32)
 
@@ -89,7 +89,7 @@ def test_resume_continues_exactly(tmp_path):
 def test_restore_into_fresh_model(tmp_path):
     model, _ = run(tiny_config(), tmp_path, dev_eval)
     fresh = Regressor(nnx.Rngs(123))
-    restore_best_or_latest(tmp_path, fresh)
+    restore_model(tmp_path, fresh)
     np.testing.assert_allclose(fresh.linear.kernel[...], model.linear.kernel[...], atol=0.2)
 
 

@@ -7,19 +7,15 @@ text tower with the vocabulary it was trained with.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import logging
+from collections.abc import Sequence
 from typing import Protocol
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
 from capsim import text
-
-EMBED_BATCH = 256
-# Evaluation sentences (STS) can be longer than captions; longer ones are truncated.
-EVAL_MAX_TOKENS = 64
+from capsim.embed import ModuleFn, embed_sentences, module_encoder
 
 
 class Embedder(Protocol):
@@ -27,35 +23,20 @@ class Embedder(Protocol):
         """[len(texts), D] sentence vectors (compared by cosine similarity)."""
 
 
-@nnx.jit(static_argnums=0)
-def _apply(fn: Callable, module: nnx.Module, ids: jax.Array, mask: jax.Array) -> jax.Array:
-    return fn(module, ids, mask)
-
-
 class TokenEmbedder:
-    """Embeds raw text with a vocabulary and a ``fn(module, ids, mask) -> [B, D]``.
+    """Embeds raw text with a vocabulary and a module-level ``fn(module, ids, mask) -> [B, D]``.
 
-    Sentences are encoded in fixed-shape batches (one compilation) and
-    out-of-vocabulary words map to ``<unk>``; an all-unknown sentence is allowed
-    here because evaluation sets (STS) are not captions.
+    Sentences go through capsim.embed's length-bucketed batches: no length
+    limit, out-of-vocabulary words map to ``<unk>`` (evaluation sets such as
+    STS are not captions), and an empty sentence gets the zero vector.
     """
 
-    def __init__(self, module: nnx.Module, vocab: text.Vocab, fn: Callable):
-        module.eval()
-        self.module, self.vocab, self.fn = module, vocab, fn
+    def __init__(self, module: nnx.Module, vocab: text.Vocab, fn: ModuleFn):
+        self.module, self.vocab = module, vocab
+        self._encode_batch = module_encoder(module, fn)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        encoded = text.encode(
-            self.vocab, list(texts), EVAL_MAX_TOKENS, too_long="truncate", allow_all_unknown=True
-        )
-        out = []
-        for start in range(0, len(texts), EMBED_BATCH):
-            ids = np.zeros((EMBED_BATCH, EVAL_MAX_TOKENS), np.int32)
-            mask = np.zeros((EMBED_BATCH, EVAL_MAX_TOKENS), bool)
-            rows = encoded.ids[start : start + EMBED_BATCH]
-            ids[: len(rows)] = rows
-            mask[: len(rows)] = encoded.mask[start : start + EMBED_BATCH]
-            mask[len(rows) :, 0] = True
-            vectors = _apply(self.fn, self.module, jnp.asarray(ids), jnp.asarray(mask))
-            out.append(np.asarray(vectors)[: len(rows)])
-        return np.concatenate(out) if out else np.zeros((0, 0), np.float32)
+        embedded = embed_sentences(self._encode_batch, self.vocab, list(texts))
+        if embedded.empty.size:
+            logging.getLogger(__name__).info("%d empty sentence(s) embed to zero", embedded.empty.size)
+        return embedded.vectors

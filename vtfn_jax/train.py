@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,12 +21,12 @@ import numpy as np
 from capsim.data import glove
 from capsim.data.pipeline import training_dataset
 from capsim.eval import sts as sts_lib
-from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
+from capsim.eval.same_diff import make_dev_eval
 from capsim.text import Vocab
 from capsim.train import mesh as mesh_lib
-from capsim.train.checkpoint import Checkpointer, find_model_checkpoint
+from capsim.train.checkpoint import restore_model
 from capsim.train.entry import run_training_cli
-from capsim.train.loop import restore_best_or_latest, train_loop
+from capsim.train.loop import steps_for_epochs, train_loop
 from capsim.train.writers import is_main_process
 from vtfn_jax import baselines
 from vtfn_jax.data import Split, VtfnData, prepare_data
@@ -38,7 +37,6 @@ from vtfn_jax.model import VTFN, build_model, make_loss_fn
 logger = logging.getLogger(__name__)
 
 VOCAB_FILE = "vocab.json"
-DEV_PAIRS = 1000
 
 
 def make_example_fn(split: Split, pivot: bool):
@@ -69,7 +67,11 @@ def image_embedder(model: VTFN) -> Callable[[np.ndarray], np.ndarray]:
     return lambda features: np.asarray(model.embed_image(jnp.asarray(features)))
 
 
-def make_dev_eval(data: VtfnData, config: ml_collections.ConfigDict):
+def text_embedder_of(data: VtfnData) -> Callable[[VTFN], Callable]:
+    return lambda model: TokenEmbedder(model, data.vocab, _embed_text).embed
+
+
+def make_vtfn_dev_eval(data: VtfnData, config: ml_collections.ConfigDict):
     """Dev metrics for early stopping: same-image AUC of held-out images' captions (default).
 
     With ``early_stopping.metric = "dev/avg2016"`` it also computes the paper's
@@ -77,16 +79,15 @@ def make_dev_eval(data: VtfnData, config: ml_collections.ConfigDict):
     then no longer held out, which is why it is not the default.
     """
     dev = data.splits["dev"].corpus
-    pairs = make_same_diff_pairs(dev.texts_by_image(), num_pairs=DEV_PAIRS, seed=config.seed)
+    same_image = make_dev_eval(dev.texts_by_image(), text_embedder_of(data), config.seed)
     sts16 = None
     if config.early_stopping.metric == "dev/avg2016":
         sts16 = {"STS16": sts_lib.read_sts_dir(Path(config.eval.sts_dir).expanduser())["STS16"]}
 
     def evaluate(model: VTFN) -> dict[str, float]:
-        embed = TokenEmbedder(model, data.vocab, _embed_text).embed
-        result = evaluate_same_diff(embed, pairs)
-        metrics = {"dev/same_image_auc": result["auc"], "dev/same_image_pearson": result["pearson"]}
+        metrics = same_image(model)
         if sts16:
+            embed = TokenEmbedder(model, data.vocab, _embed_text).embed
             metrics["dev/avg2016"] = sts_lib.evaluate_sts(embed, sts16)["avg2016"]
         return metrics
 
@@ -103,8 +104,7 @@ def _model_for(config: ml_collections.ConfigDict, data: VtfnData) -> VTFN:
 def train_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
     """Trains the text tower and W; returns (text embedder, image embedder, train summary)."""
     train = data.splits["train"]
-    if config.num_steps < 0:
-        config.num_steps = math.ceil(config.num_epochs * len(train.corpus) / config.batch_size)
+    steps_for_epochs(config, len(train.corpus))
     dataset = training_dataset(
         range(len(train.corpus)),
         make_example_fn(train, pivot=config.loss.pivot_weight > 0),
@@ -113,18 +113,16 @@ def train_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData)
     )
     model = _model_for(config, data)
     result = train_loop(
-        config, workdir, model, make_loss_fn(config), dataset, make_dev_eval(data, config)
+        config, workdir, model, make_loss_fn(config), dataset, make_vtfn_dev_eval(data, config)
     )
-    restore_best_or_latest(workdir, model)
+    restore_model(workdir, model)
     summary = result.summary()
     return TokenEmbedder(model, data.vocab, _embed_text), image_embedder(model), summary
 
 
 def load_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
     model = _model_for(config, data)
-    manager = Checkpointer(find_model_checkpoint(workdir), read_only=True)
-    manager.restore(model=model)
-    manager.close()
+    restore_model(workdir, model)
     return TokenEmbedder(model, data.vocab, _embed_text), image_embedder(model)
 
 

@@ -120,3 +120,13 @@ def find_model_checkpoint(path: str | Path) -> Path:
         f"{path} holds no checkpoint (expected numbered step folders in {path}, "
         f"{path / BEST_DIR} or {path / CHECKPOINT_DIR})"
     )
+
+
+def restore_model(path: str | Path, model: nnx.Module) -> dict[str, Any]:
+    """Loads the weights of a training workdir (``best/``, else ``checkpoints/``) or of a
+    checkpoint folder into ``model``, in place, and returns the checkpoint's metadata."""
+    manager = Checkpointer(find_model_checkpoint(path), read_only=True)
+    try:
+        return manager.restore(model=model)
+    finally:
+        manager.close()

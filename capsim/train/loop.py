@@ -17,7 +17,6 @@ from typing import Any
 
 import grain
 import jax
-import jax.numpy as jnp
 import ml_collections
 import numpy as np
 import optax
@@ -51,6 +50,13 @@ class TrainResult:
             f"best_{self.metric_name.replace('/', '_')}": self.best_metric,
             "train_examples_per_second": self.examples_per_second,
         }
+
+
+def steps_for_epochs(config: ml_collections.ConfigDict, num_examples: int) -> int:
+    """``config.num_steps``, derived from ``num_epochs`` over ``num_examples`` when it is -1."""
+    if config.num_steps < 0:
+        config.num_steps = math.ceil(config.num_epochs * num_examples / config.batch_size)
+    return config.num_steps
 
 
 def make_optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
@@ -216,21 +222,3 @@ def train_loop(
         examples_per_second=float(np.median(speeds)) if speeds else math.nan,
         metric_name=es.metric,
     )
-
-
-def restore_best_or_latest(workdir: str | Path, model: nnx.Module) -> dict[str, Any]:
-    """Loads the best (else the latest) model weights of a finished run into ``model``."""
-    workdir = Path(workdir)
-    for sub in (BEST_DIR, CHECKPOINT_DIR):
-        if (workdir / sub).is_dir():
-            manager = Checkpointer(workdir / sub, read_only=True)
-            if manager.latest_step() is not None:
-                meta = manager.restore(model=model)
-                manager.close()
-                return meta
-    return {}
-
-
-def as_jnp(batch: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
-    """Host batch to device arrays, for evaluation outside the mesh."""
-    return {k: jnp.asarray(v) for k, v in batch.items()}

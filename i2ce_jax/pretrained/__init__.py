@@ -32,7 +32,7 @@ from flax import nnx
 from capsim import text
 from capsim.encoders import RNNEncoder
 from capsim.errors import CheckpointError
-from capsim.train.checkpoint import Checkpointer, find_model_checkpoint
+from capsim.train.checkpoint import restore_model
 from capsim.train.writers import load_config
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -79,14 +79,11 @@ def export(workdir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     """Writes the best (else latest) encoder of an I2CE workdir as a packaged model."""
     from i2ce_jax.model import build_model
 
-    manager_dir = find_model_checkpoint(workdir)
     workdir = Path(workdir)
     config = load_config(workdir)
     vocab = text.Vocab.load(workdir / VOCAB_FILE)
     model = build_model(config, len(vocab))
-    manager = Checkpointer(manager_dir, read_only=True)
-    manager.restore(model=model)
-    manager.close()
+    restore_model(workdir, model)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     params = _flatten(nnx.to_pure_dict(nnx.state(model.encoder, nnx.Param)))

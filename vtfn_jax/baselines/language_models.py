@@ -31,14 +31,13 @@ from flax import nnx
 from capsim.data import glove
 from capsim.data.pipeline import training_dataset
 from capsim.encoders import RNNEncoder, scan_rnn, zero_carry
-from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
+from capsim.eval.same_diff import make_dev_eval
 from capsim.text import EOS_ID
-from capsim.train.checkpoint import Checkpointer, find_model_checkpoint
-from capsim.train.loop import restore_best_or_latest, train_loop
+from capsim.train.checkpoint import restore_model
+from capsim.train.loop import steps_for_epochs, train_loop
 from vtfn_jax.data import Split, VtfnData
 from vtfn_jax.embedders import TokenEmbedder
 
-DEV_PAIRS = 1000
 EVAL_BATCH = 256
 
 
@@ -152,18 +151,15 @@ def text_embedder(model: CaptionLanguageModel, data: VtfnData) -> TokenEmbedder:
     return TokenEmbedder(model, data.vocab, _embed_text)
 
 
-def make_dev_eval(data: VtfnData, config: ml_collections.ConfigDict, with_image: bool):
+def make_lm_dev_eval(data: VtfnData, config: ml_collections.ConfigDict, with_image: bool):
     """Dev same-image AUC/Pearson of the text embedding (for model selection) and dev perplexity."""
     dev = data.splits["dev"]
-    pairs = make_same_diff_pairs(dev.corpus.texts_by_image(), num_pairs=DEV_PAIRS, seed=config.seed)
+    same_image = make_dev_eval(
+        dev.corpus.texts_by_image(), lambda m: text_embedder(m, data).embed, config.seed
+    )
 
     def evaluate(model: CaptionLanguageModel) -> dict[str, float]:
-        result = evaluate_same_diff(text_embedder(model, data).embed, pairs)
-        return {
-            "dev/same_image_auc": result["auc"],
-            "dev/same_image_pearson": result["pearson"],
-            "dev/perplexity": perplexity(model, dev, with_image),
-        }
+        return {**same_image(model), "dev/perplexity": perplexity(model, dev, with_image)}
 
     return evaluate
 
@@ -201,8 +197,7 @@ def make_example_fn(split: Split, with_image: bool):
 
 def _train(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, with_image: bool):
     train = data.splits["train"]
-    if config.num_steps < 0:
-        config.num_steps = math.ceil(config.num_epochs * len(train.corpus) / config.batch_size)
+    steps_for_epochs(config, len(train.corpus))
     dataset = training_dataset(
         range(len(train.corpus)),
         make_example_fn(train, with_image),
@@ -210,9 +205,9 @@ def _train(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, wit
         seed=config.seed,
     )
     model = build_language_model(config, data, with_image)
-    evaluate = make_dev_eval(data, config, with_image)
+    evaluate = make_lm_dev_eval(data, config, with_image)
     result = train_loop(config, workdir, model, make_lm_loss(with_image), dataset, evaluate)
-    restore_best_or_latest(workdir, model)
+    restore_model(workdir, model)
     metric = config.early_stopping.metric
     # A resumed, already finished run has no history of its own, hence the default.
     best = next((e for e in result.eval_history if e[metric] == result.best_metric), {})
@@ -226,9 +221,7 @@ def _train(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, wit
 
 def _load(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, with_image: bool):
     model = build_language_model(config, data, with_image)
-    manager = Checkpointer(find_model_checkpoint(workdir), read_only=True)
-    manager.restore(model=model)
-    manager.close()
+    restore_model(workdir, model)
     return text_embedder(model, data), None
 
 
