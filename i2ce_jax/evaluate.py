@@ -22,7 +22,6 @@ everything is written to ``--out`` (replaced atomically).
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -34,6 +33,7 @@ from capsim.data.captions import read_flickr8k_tokens, split_flickr8k_id
 from capsim.errors import CapsimError, DataFormatError
 from capsim.eval import judgment_harness as harness
 from capsim.eval.correlation import format_table
+from capsim.train.writers import setup_logging
 from i2ce_jax.score import read_refs, write_atomically
 from i2ce_jax.scorer import I2CEScorer
 
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cli() -> None:
-    logging.basicConfig(level=logging.WARNING)
+    setup_logging()
     try:
         sys.exit(main())
     except CapsimError as error:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from capsim.errors import CapsimError, CaptionError, DataFormatError
+from capsim.train.writers import setup_logging
 from i2ce_jax.scorer import I2CEScorer
 
 
@@ -141,6 +142,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cli() -> None:
+    setup_logging()
     try:
         sys.exit(main())
     except CapsimError as error:

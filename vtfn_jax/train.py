@@ -21,6 +21,7 @@ import numpy as np
 from capsim.data import glove
 from capsim.data.pipeline import training_dataset
 from capsim.eval import sts as sts_lib
+from capsim.eval.correlation import format_table, results_rows
 from capsim.eval.same_diff import make_dev_eval
 from capsim.text import Vocab
 from capsim.train import mesh as mesh_lib
@@ -160,7 +161,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
     results["model"] = config.model.kind
     if is_main_process():
         (workdir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-        print(json.dumps({k: v for k, v in results.items() if k != "sts"}, indent=1), flush=True)
+        table = format_table(results_rows(results), ["task", "measure", "value"])
+        print(f"\n{table}\n(all results: {workdir / 'results.json'})", flush=True)
     return results
 
 

@@ -55,7 +55,6 @@ KNOWN_SUBSETS = {
 }
 
 TRAIN_SUFFIX = ".train.tsv"
-TEST_SUFFIX = ".test.tsv"
 MSRVID_DIR = "2012-MSRvid"
 MSRVID_INPUT = "STS.input.MSRvid.txt"
 MSRVID_GOLD = "STS.gs.MSRvid.txt"

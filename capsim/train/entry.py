@@ -19,6 +19,7 @@ def run_training_cli(
 
     Flags are defined here, not at import, so importing a train module (tests,
     notebooks) registers nothing. ``--config.key=value`` overrides existing keys.
+    Logs show warnings only; ``--verbosity=1`` shows every INFO line.
     """
     config = config_flags.DEFINE_config_file("config", None, "Config file.", lock_config=True)
     workdir = flags.DEFINE_string("workdir", None, "Where checkpoints, logs and results go.")
@@ -27,7 +28,7 @@ def run_training_cli(
     def main(argv: list[str]) -> None:
         if len(argv) > 1:
             raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-        setup_logging()
+        setup_logging(verbose=flags.FLAGS.verbosity >= 1)
         train_and_evaluate(config.value, workdir.value)
 
     app.run(main)

@@ -72,7 +72,7 @@ class Progress:
         self._last_step = first_step
         self._last_time = time.perf_counter()
 
-    def report(self, step: int, loss: float, extra: Mapping[str, float] | None = None) -> float:
+    def report(self, step: int, loss: float) -> float:
         """Prints the line and returns examples/s since the previous report."""
         now = time.perf_counter()
         steps = max(step - self._last_step, 1)
@@ -80,9 +80,12 @@ class Progress:
         examples_per_s = steps * self.batch_size / seconds
         eta = (self.total_steps - step) * seconds / steps
         self._last_step, self._last_time = step, now
-        parts = [f"step {step}/{self.total_steps}", f"loss {loss:.4f}"]
-        parts += [f"{k} {v:.4f}" for k, v in (extra or {}).items()]
-        parts += [f"{examples_per_s:,.0f} ex/s", f"ETA {_format_seconds(eta)}"]
+        parts = [
+            f"step {step}/{self.total_steps}",
+            f"loss {loss:.4f}",
+            f"{examples_per_s:,.0f} ex/s",
+            f"ETA {_format_seconds(eta)}",
+        ]
         if is_main_process():
             print("  ".join(parts), file=sys.stderr, flush=True)
         return examples_per_s
@@ -94,22 +97,32 @@ def _format_seconds(seconds: float) -> str:
 
 
 _CHATTY_LIBRARIES = ("/orbax/", "/grain/", "/jax/", "/flax/", "/etils/")
+# Orbax warns on every read-only restore that it will not create the folder.
+_READ_ONLY_NOTICES = ("read_only=True", "directory is read only")
 
 
-class _LibraryInfoFilter(logging.Filter):
-    """Drops INFO chatter of orbax, grain and jax; keeps their warnings and our own INFO."""
+class _QuietFilter(logging.Filter):
+    """Drops INFO from orbax, grain and jax, and orbax's read-only notices."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        if any(notice in record.getMessage() for notice in _READ_ONLY_NOTICES):
+            return False
         return record.levelno >= logging.WARNING or not any(
             lib in record.pathname for lib in _CHATTY_LIBRARIES
         )
 
 
-def setup_logging(level: int = logging.INFO) -> None:
-    """INFO logs of this library on stderr, without per-checkpoint library noise."""
+def setup_logging(verbose: bool = False) -> None:
+    """Warnings only, without library noise; ``verbose`` shows every INFO line.
+
+    Progress lines and result tables are printed, not logged, so they show either way.
+    """
     root = logging.getLogger()
-    root.setLevel(level)
     if not root.handlers:
-        logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(message)s")
+        logging.basicConfig(format="%(asctime)s %(levelname)s %(message)s")
+    root.setLevel(logging.INFO if verbose else logging.WARNING)
     for handler in root.handlers:
-        handler.addFilter(_LibraryInfoFilter())
+        for old in [f for f in handler.filters if isinstance(f, _QuietFilter)]:
+            handler.removeFilter(old)
+        if not verbose:
+            handler.addFilter(_QuietFilter())
