@@ -59,8 +59,12 @@ POOLINGS = [f"top-{k}" for k in range(1, 6)]
 def launch(name: str, arg: str, workdir: Path) -> subprocess.Popen:
     workdir.mkdir(parents=True, exist_ok=True)
     command = [
-        sys.executable, "-m", "i2ce_jax.train", f"--config={CONFIG}:{arg}",
-        f"--workdir={workdir}", "--verbosity=-1",
+        sys.executable,
+        "-m",
+        "i2ce_jax.train",
+        f"--config={CONFIG}:{arg}",
+        f"--workdir={workdir}",
+        "--verbosity=-1",
     ]
     log = (workdir / "train.log").open("w")
     print(f"training {name}: {' '.join(command)}", flush=True)
@@ -80,9 +84,15 @@ def train_all(variants: dict[str, str], root: Path, parallel: int) -> dict[str, 
                 continue
             del running[name]
             if proc.returncode:
-                raise RuntimeError(f"{name} failed (exit {proc.returncode}): see {root / name}/train.log")
+                raise RuntimeError(
+                    f"{name} failed (exit {proc.returncode}): see {root / name}/train.log"
+                )
             summary = json.loads((root / name / "results.json").read_text())
-            runs[name] = {**summary, "train_seconds": time.perf_counter() - start, "config_arg": arg}
+            runs[name] = {
+                **summary,
+                "train_seconds": time.perf_counter() - start,
+                "config_arg": arg,
+            }
             print(f"{name}: {json.dumps(runs[name])}", flush=True)
     return runs
 
@@ -94,16 +104,25 @@ def main() -> None:
     parser.add_argument("--epochs", type=float, default=8.0)
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument(
-        "--add", action="append", default=[], metavar="NAME=ARGS",
+        "--add",
+        action="append",
+        default=[],
+        metavar="NAME=ARGS",
         help="an extra variant: a name and its config arguments (repeatable)",
     )
     parser.add_argument(
-        "--extra", default="embed=300,hidden=512", help="config arguments of every variant (a variant's own arguments win)"
+        "--extra",
+        default="embed=300,hidden=512",
+        help="config arguments of every variant (a variant's own arguments win)",
     )
     parser.add_argument("--parallel", type=int, default=1, help="variants trained at once")
     parser.add_argument("--pretrained", action="store_true", help="also score the packaged models")
     parser.add_argument(
-        "--merge", action="append", default=[], type=Path, metavar="JSON",
+        "--merge",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="JSON",
         help="add the I2CE rows of an earlier results file (repeatable)",
     )
     parser.add_argument("--reuse", action="store_true", help="score existing workdirs, no training")
@@ -124,7 +143,9 @@ def main() -> None:
     root = Path(args.workdir)
     runs = {} if args.reuse else train_all(variants, root, args.parallel)
 
-    judgments = read_flickr8k_expert(flickr / "ExpertAnnotations.txt", flickr / "Flickr8k.token.txt")
+    judgments = read_flickr8k_expert(
+        flickr / "ExpertAnnotations.txt", flickr / "Flickr8k.token.txt"
+    )
     pairs = judgment_harness.group_judgments(judgments)
     print(f"Flickr8k-Expert: {len(judgments)} ratings of {len(pairs.keys)} pairs", flush=True)
     scores, skipped = judgment_harness.ngram_metric_scores(pairs, include_meteor=True)
@@ -153,7 +174,9 @@ def main() -> None:
     for path in args.merge:
         merged = json.loads(path.read_text())
         if merged["rows"] != len(pairs.human):
-            raise ValueError(f"{path} has {merged['rows']} rating rows, this run {len(pairs.human)}")
+            raise ValueError(
+                f"{path} has {merged['rows']} rating rows, this run {len(pairs.human)}"
+            )
         for name, value in merged["tau_c"].items():
             if name.startswith(("I2CE", "P-")) and name not in tau_c:
                 tau_c[name], source[name] = value, path.name

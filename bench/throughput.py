@@ -68,7 +68,9 @@ from results_md import update_section
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_JSON = BENCH_DIR / "results" / "throughput.json"
 SECTION = "## Throughput"
-GOLDEN_FILE = BENCH_DIR.parents[1] / "shared" / "data" / "golden" / "pycocoevalcap_flickr8k_expert.json"
+GOLDEN_FILE = (
+    BENCH_DIR.parents[1] / "shared" / "data" / "golden" / "pycocoevalcap_flickr8k_expert.json"
+)
 
 VOCAB_SIZE = 5000
 IMAGE_DIM = 2048
@@ -287,7 +289,9 @@ def load_golden_pairs(path: Path, limit: int | None) -> tuple[dict, dict]:
 
 def untrained_scorer(gts: Mapping, res: Mapping, width: int | None = None) -> I2CEScorer:
     """An I2CE scorer with the default model sizes and a vocabulary of these captions."""
-    captions = [c for refs in gts.values() for c in refs] + [c for cands in res.values() for c in cands]
+    captions = [c for refs in gts.values() for c in refs] + [
+        c for cands in res.values() for c in cands
+    ]
     vocab = text.Vocab.build(text.tokenize(c) for c in captions)
     config = common.i2ce_files_config(None, loss="margin")
     if width:
@@ -352,12 +356,24 @@ def measure_scoring(
             seconds[name].append(time.perf_counter() - began)
     load_end = os.getloadavg()[0]
     pairs = [
-        ("I2CE-score-vs-coco-ptb", "i2ce", "coco_ptb",
-         "I2CE scorer (packaged model, raw text) vs pycocoevalcap PTBTokenizer (Java) + Bleu(4) + Cider, as users run it"),
-        ("I2CE-score-vs-coco-pretokenised", "i2ce", "coco_pretok",
-         "I2CE scorer (packaged model, raw text) vs pycocoevalcap Bleu(4) + Cider on pre-tokenised text"),
-        ("capsim-ngram-vs-coco-pretokenised", "capsim_pretok", "coco_pretok",
-         "capsim Bleu(4) + CIDEr-D vs pycocoevalcap Bleu(4) + Cider, both on pre-tokenised text"),
+        (
+            "I2CE-score-vs-coco-ptb",
+            "i2ce",
+            "coco_ptb",
+            "I2CE scorer (packaged model, raw text) vs pycocoevalcap PTBTokenizer (Java) + Bleu(4) + Cider, as users run it",
+        ),
+        (
+            "I2CE-score-vs-coco-pretokenised",
+            "i2ce",
+            "coco_pretok",
+            "I2CE scorer (packaged model, raw text) vs pycocoevalcap Bleu(4) + Cider on pre-tokenised text",
+        ),
+        (
+            "capsim-ngram-vs-coco-pretokenised",
+            "capsim_pretok",
+            "coco_pretok",
+            "capsim Bleu(4) + CIDEr-D vs pycocoevalcap Bleu(4) + Cider, both on pre-tokenised text",
+        ),
     ]
     rows = []
     for name, ours, reference, description in pairs:
@@ -406,9 +422,9 @@ def write_scoring_results(command: str, rows: list[dict], model: str) -> str:
 
 Command: `{command}`
 
-All {n['candidates']} Flickr8k-Expert (image, candidate) pairs with their 5 references; the
+All {n["candidates"]} Flickr8k-Expert (image, candidate) pairs with their 5 references; the
 I2CE model is the packaged `{model}` model, which deduplicates sentences and encodes each
-once. Each of {n['rounds']} rounds times every scorer once (alternating order) after a warmup
+once. Each of {n["rounds"]} rounds times every scorer once (alternating order) after a warmup
 round; the ratio is ours / reference captions/s per round, summarised as median, min and max.
 The machine is shared (2 cores): the load average at the start and the end is in the table.
 
@@ -418,7 +434,11 @@ The machine is shared (2 cores): the load average at the start and the end is in
 """
     update_section(SCORING_SECTION, section)
     previous = json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {"rows": []}
-    kept = [r for r in previous["rows"] if r.get("what") != "score" and "captions/s" not in r.get("what", "")]
+    kept = [
+        r
+        for r in previous["rows"]
+        if r.get("what") != "score" and "captions/s" not in r.get("what", "")
+    ]
     previous["rows"] = kept + rows
     previous["scoring_command"] = command
     RESULTS_JSON.write_text(json.dumps(previous, indent=2) + "\n")
@@ -462,12 +482,12 @@ def write_results(command: str, settings: dict, machine: dict, rows: list[dict])
 
 Command: `{command}`
 
-- Machine: {m['cpu_cores']} CPU cores ({m['platform']}), shared with other jobs (load average
-  {m['load_average_at_start']:.1f} at start), so only the ratios, measured side by side in
-  alternating rounds, are meaningful. JAX {m['jax']} on {m['jax_devices']} device; torch
-  {m['torch']} with {m['torch_threads']} threads, OMP_WAIT_POLICY={m['omp_wait_policy']} (see the script).
-- Training: {st['steps']} timed steps after {st['warmup']} warmup steps (JAX compilation
-  excluded), batch size {st['batch_size']}, vocabulary {VOCAB_SIZE}, synthetic captions of
+- Machine: {m["cpu_cores"]} CPU cores ({m["platform"]}), shared with other jobs (load average
+  {m["load_average_at_start"]:.1f} at start), so only the ratios, measured side by side in
+  alternating rounds, are meaningful. JAX {m["jax"]} on {m["jax_devices"]} device; torch
+  {m["torch"]} with {m["torch_threads"]} threads, OMP_WAIT_POLICY={m["omp_wait_policy"]} (see the script).
+- Training: {st["steps"]} timed steps after {st["warmup"]} warmup steps (JAX compilation
+  excluded), batch size {st["batch_size"]}, vocabulary {VOCAB_SIZE}, synthetic captions of
   {MIN_TOKENS}-{MAX_TOKENS} tokens padded to the config's max_len, {IMAGE_DIM}-d features. Sizes,
   loss and optimizer from configs/coco_bow.py, coco_gru.py, i2ce_coco_margin.py. JAX runs the
   library's jit-compiled `make_train_step` over the data mesh; the reference is the PyTorch twin
@@ -502,9 +522,13 @@ def main() -> None:
     command = ("python bench/throughput.py " + " ".join(sys.argv[1:])).strip()
     if args.only != "train":
         if not args.golden.is_file():
-            parser.error(f"{args.golden} does not exist (pycocoevalcap golden rows: see shared/data)")
+            parser.error(
+                f"{args.golden} does not exist (pycocoevalcap golden rows: see shared/data)"
+            )
         gts, res = load_golden_pairs(args.golden, limit=None)
-        rows = measure_scoring(gts, res, rounds=args.rounds, scorer=I2CEScorer.pretrained(args.model))
+        rows = measure_scoring(
+            gts, res, rounds=args.rounds, scorer=I2CEScorer.pretrained(args.model)
+        )
         print(write_scoring_results(command, rows, args.model), flush=True)
     if args.only == "score":
         return
@@ -523,6 +547,7 @@ def main() -> None:
         rows.append(row)
     settings = {k: v for k, v in vars(args).items() if k in ("steps", "warmup", "batch_size")}
     print(write_results(command, settings, machine, rows))
+
 
 if __name__ == "__main__":
     main()

@@ -52,7 +52,9 @@ def cosine_matrix(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return unit_rows(a) @ unit_rows(b).T
 
 
-def pearson_pair_loss(sim: torch.Tensor, positive: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+def pearson_pair_loss(
+    sim: torch.Tensor, positive: torch.Tensor, perm: torch.Tensor
+) -> torch.Tensor:
     """-Pearson r of [diag, permuted pairs] with labels [+1, ±1] (capsim.losses "pearson")."""
     rows = torch.arange(sim.shape[0])
     x = torch.cat([sim.diagonal(), sim[rows, perm]])
@@ -155,7 +157,9 @@ class I2CEReference(nn.Module):
         total = self.recon_weight * self.reconstruction_nll(ids, mask, anchor)
         if self.margin_weight:
             sim = cosine_matrix(anchor, anchor)
-            total = total + self.margin_weight * margin_mean_loss(sim, same_group(batch), self.margin)
+            total = total + self.margin_weight * margin_mean_loss(
+                sim, same_group(batch), self.margin
+            )
         return total
 
 

@@ -116,7 +116,9 @@ def run_ablation(workdir: Path) -> str:
     """Encoder × loss on the shapes world via the local sweep runner; returns its markdown table."""
     out = workdir / "ablation"
     cmd = [
-        sys.executable, "-m", "launch.sweep",
+        sys.executable,
+        "-m",
+        "launch.sweep",
         f"--config=configs/sweep_vtfn.py:{ABLATION_ARG}",
         f"--workdir={out}",
     ]
@@ -134,7 +136,9 @@ def main() -> None:
     parser.add_argument("--workdir", default="/tmp/vtfn_bench")
     parser.add_argument("--only", default="shapes,coco", help="which of shapes,coco to run")
     parser.add_argument("--skip_ablation", action="store_true")
-    parser.add_argument("--extra", default="", help="config arguments added to every model (e.g. runlocal)")
+    parser.add_argument(
+        "--extra", default="", help="config arguments added to every model (e.g. runlocal)"
+    )
     parser.add_argument("--reuse", action="store_true", help="read finished workdirs back")
     args = parser.parse_args()
     logging.getLogger().setLevel(logging.WARNING)
@@ -149,7 +153,9 @@ def main() -> None:
         for name, (module, arg) in SHAPES_MODELS.items():
             r = run_model(module, arg, workdir / "shapes" / name, args.extra, args.reuse)
             result["shapes_world"][name] = shapes_row(r)
-            runs.append({"part": "shapes", "model": name, "config": r["config"], "seconds": r["seconds"]})
+            runs.append(
+                {"part": "shapes", "model": name, "config": r["config"], "seconds": r["seconds"]}
+            )
             print(name, json.dumps(result["shapes_world"][name]), flush=True)
     if "coco" in parts:
         for name, (module, arg) in COCO_MODELS.items():
@@ -157,7 +163,9 @@ def main() -> None:
             r = run_model(module, full_arg, workdir / "coco" / name, args.extra, args.reuse)
             result["coco_objects"][name] = coco_row(r)
             result["sts"][name] = sts_row(r)
-            runs.append({"part": "coco", "model": name, "config": r["config"], "seconds": r["seconds"]})
+            runs.append(
+                {"part": "coco", "model": name, "config": r["config"], "seconds": r["seconds"]}
+            )
             print(name, json.dumps(result["coco_objects"][name]), flush=True)
 
     RESULTS_JSON.parent.mkdir(parents=True, exist_ok=True)
@@ -176,8 +184,14 @@ def render(result: dict, runs: list[dict], ablation: str, args) -> str:
             {"model": m, **row, **result["sts"].get(m, {}).get("images", {})}
             for m, row in result["coco_objects"].items()
         ],
-        ["model", "same_diff_pearson", "same_diff_auc", "mrr_caption_to_image",
-         "STS14-images", "STS15-images"],
+        [
+            "model",
+            "same_diff_pearson",
+            "same_diff_auc",
+            "mrr_caption_to_image",
+            "STS14-images",
+            "STS15-images",
+        ],
     )
     sts = format_table(
         [
@@ -192,9 +206,11 @@ def render(result: dict, runs: list[dict], ablation: str, args) -> str:
         f"{' --only ' + args.only if args.only != 'shapes,coco' else ''}`. All correlations × 100.\n\n"
         "### Shapes world (test scenes)\n\n" + shapes + "\n\n"
         "### COCO val2017, object-label features (not CNN features), 500 held-out test images\n\n"
-        + coco + "\n\n"
+        + coco
+        + "\n\n"
         "### STS 2012-2016, Spearman × 100 (mean over subsets per year); avg2016 is Pearson\n\n"
-        + sts + "\n\n"
+        + sts
+        + "\n\n"
         + (
             f"### Ablation: encoder × loss on the shapes world (`{ABLATION_ARG}`)\n\n{ablation}\n"
             if ablation

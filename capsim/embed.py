@@ -83,9 +83,7 @@ def rows_per_batch(length: int, batch_size: int) -> int:
     return max(MIN_ROWS, min(batch_size, budget // length))
 
 
-def sentence_ids(
-    vocab: text.Vocab, sentence: object, sentence_id: object
-) -> list[int] | None:
+def sentence_ids(vocab: text.Vocab, sentence: object, sentence_id: object) -> list[int] | None:
     """``<S> w1 .. wn </S>`` ids of one sentence, or None when it has no token.
 
     Non-strings and bytes that are not UTF-8 raise CaptionError naming the id.

@@ -52,8 +52,30 @@ _QUOTE_FOLD = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201
 # list), plus the raw characters that Java's tokenizer rewrites into those forms
 # (double quotes become `` or '', brackets become -LRB- and friends).
 METRIC_PUNCTUATION = frozenset(
-    ["''", "'", "``", "`", "-lrb-", "-rrb-", "-lcb-", "-rcb-", ".", "?", "!", ",", ":", "-",
-     "--", "...", ";", '"', "(", ")", "{", "}"]
+    [
+        "''",
+        "'",
+        "``",
+        "`",
+        "-lrb-",
+        "-rrb-",
+        "-lcb-",
+        "-rcb-",
+        ".",
+        "?",
+        "!",
+        ",",
+        ":",
+        "-",
+        "--",
+        "...",
+        ";",
+        '"',
+        "(",
+        ")",
+        "{",
+        "}",
+    ]
 )
 
 

@@ -152,7 +152,9 @@ VTFN_ARGS = dict(
 )
 
 
-def vtfn_config(arg: str | None, encoder: str, source: str, **overrides) -> ml_collections.ConfigDict:
+def vtfn_config(
+    arg: str | None, encoder: str, source: str, **overrides
+) -> ml_collections.ConfigDict:
     """VTFN (model.kind "vtfn") with ``encoder`` on ``source`` ("files" or "shapes_world").
 
     Arguments: data_dir; features ("coco_object_labels" or a FeatureStore folder
@@ -221,7 +223,9 @@ def vtfn_config(arg: str | None, encoder: str, source: str, **overrides) -> ml_c
         raise ValueError(f"select must be one of {sorted(selection)}, got {arg.select!r}")
     config.early_stopping.metric = selection[arg.select]
     config.eval = dict(
-        tasks=("same_diff", "retrieval", "sts") if source == "files" else ("same_diff", "retrieval", "shapes"),
+        tasks=("same_diff", "retrieval", "sts")
+        if source == "files"
+        else ("same_diff", "retrieval", "shapes"),
         sts_dir=arg.data_dir + "/sts",
     )
     if arg.runlocal:

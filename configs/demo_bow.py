@@ -1,6 +1,6 @@
 """VTFN with the bow_sum text encoder on the embedded shapes world (a few minutes on 2 CPU cores).
 
-    python -m vtfn_jax.train --config=configs/demo_bow.py --workdir=/tmp/vtfn_demo_bow
+python -m vtfn_jax.train --config=configs/demo_bow.py --workdir=/tmp/vtfn_demo_bow
 """
 
 import ml_collections

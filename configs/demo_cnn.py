@@ -1,6 +1,6 @@
 """VTFN with the cnn text encoder on the embedded shapes world (a few minutes on 2 CPU cores).
 
-    python -m vtfn_jax.train --config=configs/demo_cnn.py --workdir=/tmp/vtfn_demo_cnn
+python -m vtfn_jax.train --config=configs/demo_cnn.py --workdir=/tmp/vtfn_demo_cnn
 """
 
 import ml_collections

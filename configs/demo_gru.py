@@ -1,6 +1,6 @@
 """VTFN with the gru text encoder on the embedded shapes world (a few minutes on 2 CPU cores).
 
-    python -m vtfn_jax.train --config=configs/demo_gru.py --workdir=/tmp/vtfn_demo_gru
+python -m vtfn_jax.train --config=configs/demo_gru.py --workdir=/tmp/vtfn_demo_gru
 """
 
 import ml_collections

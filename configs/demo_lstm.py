@@ -1,6 +1,6 @@
 """VTFN with the lstm text encoder on the embedded shapes world (a few minutes on 2 CPU cores).
 
-    python -m vtfn_jax.train --config=configs/demo_lstm.py --workdir=/tmp/vtfn_demo_lstm
+python -m vtfn_jax.train --config=configs/demo_lstm.py --workdir=/tmp/vtfn_demo_lstm
 """
 
 import ml_collections

@@ -43,4 +43,3 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         config.log_every = 5
         config.eval_every = 10
     return config
-

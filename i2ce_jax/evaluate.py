@@ -54,9 +54,13 @@ def load_set(name: str, path: Path, references: Path | None):
     """The judgments of one set: Judgment records, or PairJudgment for pascal50s."""
     refs = _references(references) if references else None
     if name == "flickr8k_expert":
-        return readers.read_flickr8k_expert(path / "ExpertAnnotations.txt", path / "Flickr8k.token.txt")
+        return readers.read_flickr8k_expert(
+            path / "ExpertAnnotations.txt", path / "Flickr8k.token.txt"
+        )
     if name == "flickr8k_cf":
-        return readers.read_flickr8k_cf(path / "CrowdFlowerAnnotations.txt", path / "Flickr8k.token.txt")
+        return readers.read_flickr8k_cf(
+            path / "CrowdFlowerAnnotations.txt", path / "Flickr8k.token.txt"
+        )
     if name == "thumb":
         beside = path.with_name("mscoco_references.json")
         return readers.read_thumb(path, beside if beside.exists() else None)
@@ -64,7 +68,9 @@ def load_set(name: str, path: Path, references: Path | None):
         return readers.read_pascal50s(path, refs)
     if name == "composite":
         if refs is None:
-            raise DataFormatError(path, "Composite files hold no references: pass --references composite=FILE")
+            raise DataFormatError(
+                path, "Composite files hold no references: pass --references composite=FILE"
+            )
         return readers.read_composite_csv(path, refs)
     raise ValueError(f"unknown judgment set {name!r}; known: {', '.join(SETS)}")
 
@@ -127,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     references = {k: Path(v) for k, _, v in (r.partition("=") for r in args.references)}
     loaded = {name: load_set(name, path, references.get(name)) for name, path in specs}
     scorer = (
-        I2CEScorer.from_checkpoint(args.checkpoint) if args.checkpoint else I2CEScorer.pretrained(args.model)
+        I2CEScorer.from_checkpoint(args.checkpoint)
+        if args.checkpoint
+        else I2CEScorer.pretrained(args.model)
     )
     results = {"model": args.checkpoint or args.model, "sets": {}}
     for name, judgments in loaded.items():

@@ -66,9 +66,9 @@ class I2CEAutoencoder(nnx.Module):
         _, outputs = scan_rnn(self.decoder_cell, inputs, mask[:, :-1], intrinsic)
         logits = self.readout(outputs).astype(jnp.float32)
         targets = ids[:, 1:]
-        token_nll = -jnp.take_along_axis(
-            jax.nn.log_softmax(logits), targets[..., None], axis=-1
-        )[..., 0]
+        token_nll = -jnp.take_along_axis(jax.nn.log_softmax(logits), targets[..., None], axis=-1)[
+            ..., 0
+        ]
         return jnp.mean(jnp.sum(token_nll * mask[:, 1:], axis=1))
 
 
@@ -104,9 +104,7 @@ def make_loss_fn(config: ml_collections.ConfigDict):
     if name != "none" and config.loss.pairing not in PAIRINGS:
         raise ValueError(f"loss.pairing must be one of {PAIRINGS}, got {config.loss.pairing!r}")
     semantic = None if name == "none" else losses.get_loss(name)
-    hparams = (
-        {} if name == "none" else {k: config.loss[k] for k in losses.loss_hparam_names(name)}
-    )
+    hparams = {} if name == "none" else {k: config.loss[k] for k in losses.loss_hparam_names(name)}
     pairing = config.loss.pairing
 
     def loss_fn(model: I2CEAutoencoder, batch: Mapping[str, jax.Array], key: jax.Array):

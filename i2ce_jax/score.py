@@ -119,7 +119,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--checkpoint", default=None, help="an I2CE training workdir instead of a packaged model"
     )
-    parser.add_argument("--pooling", default=None, help="top-1..top-5, mean or max (default: the model's)")
+    parser.add_argument(
+        "--pooling", default=None, help="top-1..top-5, mean or max (default: the model's)"
+    )
     args = parser.parse_args(argv)
     refs, cands = read_refs(args.refs), read_cands(args.cands)  # bad files fail before loading
     kwargs = {"pooling": args.pooling} if args.pooling else {}

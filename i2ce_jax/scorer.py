@@ -192,4 +192,3 @@ class I2CEScorer:
 
     def method(self) -> str:
         return "I2CE"
-

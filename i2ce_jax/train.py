@@ -99,7 +99,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
     dev = corpus_lib.encode_corpus(dev_records, vocab, data.max_len)
     logging.info(
         "vocabulary %d, %d training captions of %d images, %d dev captions",
-        len(vocab), len(train), len(train.image_ids), len(dev),
+        len(vocab),
+        len(train),
+        len(train.image_ids),
+        len(dev),
     )
     steps_for_epochs(config, len(train))
     dataset = training_dataset(

@@ -28,11 +28,11 @@ def test_coco_val2017_real_file(shared_data):
     assert len({record.caption_id for record in records}) == 25014
     assert {record.split for record in records} == {"val"}
     assert records[0] == CaptionRecord(
-        "179765", "38", "A black Honda motorcycle parked in front of a garage.", "val")
+        "179765", "38", "A black Honda motorcycle parked in front of a garage.", "val"
+    )
     by_id = {record.caption_id: record for record in records}
     assert by_id["195595"].text == "THERE IS A TOILET IN THE CONER IWTH WALL PAPER"
-    assert all(record.text == record.text.strip() and "\n" not in record.text
-               for record in records)
+    assert all(record.text == record.text.strip() and "\n" not in record.text for record in records)
     raw = json.loads(path.read_text(encoding="utf-8"))["annotations"]
     assert sum("\n" in a["caption"] for a in raw) == 83
     assert all(by_id[str(a["id"])].text == a["caption"].replace("\n", " ").strip() for a in raw)
@@ -40,8 +40,12 @@ def test_coco_val2017_real_file(shared_data):
 
 @pytest.mark.parametrize(
     ("name", "split"),
-    [("captions_train2014.json", "train"), ("captions_val2017.json", "val"),
-     ("captions_train2017.json", "train"), ("my_captions.json", "unsplit")],
+    [
+        ("captions_train2014.json", "train"),
+        ("captions_val2017.json", "val"),
+        ("captions_train2017.json", "train"),
+        ("my_captions.json", "unsplit"),
+    ],
 )
 def test_coco_split_from_file_name(name, split):
     assert coco_split_from_name(f"/data/{name}") == split
@@ -53,10 +57,13 @@ def _write_coco(path, annotations):
 
 
 def test_coco_small_file_cleans_text_and_takes_split(tmp_path):
-    path = _write_coco(tmp_path / "captions_train2014.json", [
-        {"image_id": 7, "id": 70, "caption": "  A cat\non a mat. "},
-        {"image_id": 8, "id": 80, "caption": "A dog."},
-    ])
+    path = _write_coco(
+        tmp_path / "captions_train2014.json",
+        [
+            {"image_id": 7, "id": 70, "caption": "  A cat\non a mat. "},
+            {"image_id": 8, "id": 80, "caption": "A dog."},
+        ],
+    )
     assert read_coco_captions(path) == [
         CaptionRecord("7", "70", "A cat on a mat.", "train"),
         CaptionRecord("8", "80", "A dog.", "train"),
@@ -84,13 +91,30 @@ def _karpathy_fixture(tmp_path):
     payload = {
         "dataset": "coco",
         "images": [
-            {"filepath": "val2014", "filename": "COCO_val2014_000000000042.jpg", "cocoid": 42,
-             "imgid": 0, "split": "test", "sentids": [0, 1],
-             "sentences": [
-                 {"raw": "A man rides a horse.", "tokens": ["a", "man"], "sentid": 0, "imgid": 0},
-                 {"raw": " A horse and\nits rider ", "tokens": ["a"], "sentid": 1, "imgid": 0}]},
-            {"filename": "123_abc.jpg", "imgid": 1, "split": "restval", "sentids": [2],
-             "sentences": [{"raw": "Dogs play.", "tokens": ["dogs"], "sentid": 2, "imgid": 1}]},
+            {
+                "filepath": "val2014",
+                "filename": "COCO_val2014_000000000042.jpg",
+                "cocoid": 42,
+                "imgid": 0,
+                "split": "test",
+                "sentids": [0, 1],
+                "sentences": [
+                    {
+                        "raw": "A man rides a horse.",
+                        "tokens": ["a", "man"],
+                        "sentid": 0,
+                        "imgid": 0,
+                    },
+                    {"raw": " A horse and\nits rider ", "tokens": ["a"], "sentid": 1, "imgid": 0},
+                ],
+            },
+            {
+                "filename": "123_abc.jpg",
+                "imgid": 1,
+                "split": "restval",
+                "sentids": [2],
+                "sentences": [{"raw": "Dogs play.", "tokens": ["dogs"], "sentid": 2, "imgid": 1}],
+            },
         ],
     }
     path = tmp_path / "dataset_coco.json"
@@ -123,7 +147,8 @@ def test_flickr8k_real_dir(shared_data):
     assert splits == {"train": 30000, "dev": 5000, "test": 5000, "unsplit": 460}
     quirk = [record for record in records if record.image_id == "2258277193_586949ec62.jpg.1"]
     assert [record.caption_id for record in quirk] == [
-        f"2258277193_586949ec62.jpg.1#{index}" for index in range(5)]
+        f"2258277193_586949ec62.jpg.1#{index}" for index in range(5)
+    ]
     assert {record.split for record in quirk} == {"unsplit"}
     assert records[0].text.startswith("A child in a pink dress")
 
@@ -174,8 +199,10 @@ def test_flickr8k_dir_missing_files(tmp_path):
         read_flickr8k_dir(tmp_path)
 
 
-@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is not None,
-                    reason="TensorFlow is installed, so the missing-TF message cannot be shown")
+@pytest.mark.skipif(
+    importlib.util.find_spec("tensorflow") is not None,
+    reason="TensorFlow is installed, so the missing-TF message cannot be shown",
+)
 def test_tfds_without_tensorflow_says_how_to_install():
     with pytest.raises(ImportError, match=r"pip install -e '\.\[tf\]'"):
         load_tfds_coco_captions("val")

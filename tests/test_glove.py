@@ -22,8 +22,9 @@ GLOVE_ROWS = [
 
 
 def _write_glove(path, rows=GLOVE_ROWS):
-    path.write_text("".join(f"{word} {' '.join(map(str, values))}\n" for word, values in rows),
-                    encoding="utf-8")
+    path.write_text(
+        "".join(f"{word} {' '.join(map(str, values))}\n" for word, values in rows), encoding="utf-8"
+    )
     return path
 
 

@@ -180,7 +180,12 @@ def _losses_on(devices: int, workdir: Path) -> list[float]:
     env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
     out = subprocess.run(
         [sys.executable, "-c", STEPS_SCRIPT, str(workdir)],
-        cwd=REPO, env=env, capture_output=True, text=True, check=True, timeout=600,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
     ).stdout
     return json.loads(out.split("LOSSES", 1)[1])
 

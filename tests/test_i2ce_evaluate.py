@@ -45,7 +45,9 @@ def test_absolute_statistics_match_scipy():
     report = harness.absolute_report("thumb", pairs, {"m": metric}, systems)
     means_m = [metric[[i for i in range(8) if i % 4 == s]].mean() for s in range(4)]
     means_h = [human[[i for i in range(8) if i % 4 == s]].mean() for s in range(4)]
-    assert report["m"]["system_pearson"] == pytest.approx(100 * stats.pearsonr(means_m, means_h).statistic)
+    assert report["m"]["system_pearson"] == pytest.approx(
+        100 * stats.pearsonr(means_m, means_h).statistic
+    )
 
 
 def test_pascal_accuracy_by_hand():
@@ -71,11 +73,18 @@ def test_fixture_sets_each_get_their_statistic(tmp_path):
         for k, (system, hyp, score) in enumerate(
             [("A", "people ride an elephant", 4.0), ("B", "a bench", 2.0), ("C", "a dog", 1.0)]
         ):
-            rows.append({"SYS": system, "seg_id": image, "hyp": hyp, "human_score": score + k * 0.1})
+            rows.append(
+                {"SYS": system, "seg_id": image, "hyp": hyp, "human_score": score + k * 0.1}
+            )
     thumb.write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp_path / "mscoco_references.json").write_text(
-        "".join(json.dumps({"seg_id": s, "refs": r}) + "\n" for s, r in
-                (("974", ["A man and children ride an elephant."]), ("2453", ["A bench in water."])))
+        "".join(
+            json.dumps({"seg_id": s, "refs": r}) + "\n"
+            for s, r in (
+                ("974", ["A man and children ride an elephant."]),
+                ("2453", ["A bench in water."]),
+            )
+        )
     )
     pascal = _write_pascal(tmp_path)
     result = _run(
@@ -83,12 +92,17 @@ def test_fixture_sets_each_get_their_statistic(tmp_path):
         "--judgments",
         f"flickr8k_cf:{FIXTURES},thumb:{thumb},pascal50s:{pascal},"
         f"composite:{FIXTURES / 'composite_8k_correctness.csv'},flickr8k_expert:{FIXTURES}",
-        "--references", f"composite={FIXTURES / 'Flickr8k.token.txt'}",
+        "--references",
+        f"composite={FIXTURES / 'Flickr8k.token.txt'}",
     )
     sets = result["sets"]
     assert result["model"] == "base"
     assert set(sets["flickr8k_cf"]["metrics"]["I2CE"]) == {"tau_b"}
-    assert set(sets["thumb"]["metrics"]["I2CE"]) == {"pearson", "system_pearson", "system_kendall_tau_b"}
+    assert set(sets["thumb"]["metrics"]["I2CE"]) == {
+        "pearson",
+        "system_pearson",
+        "system_kendall_tau_b",
+    }
     assert set(sets["pascal50s"]["metrics"]["CIDEr"]) <= {"HC", "HI", "HM", "MM", "mean"}
     assert "mean" in sets["pascal50s"]["metrics"]["I2CE"]
     assert set(sets["composite"]["metrics"]["BLEU-4"]) == {"tau_c"}

@@ -144,9 +144,24 @@ def test_cli_without_checkpoint_scores_every_oddity(tmp_path):
         ({"img": ["a dog"]}, b"[{", DataFormatError, r"cands.json:1.*invalid JSON"),
         ({"img": ["a dog"]}, [{"image_id": "other", "caption": "x"}], CaptionError, "'other'"),
         ({"img": []}, [{"image_id": "img", "caption": "x"}], DataFormatError, r"refs.json.*'img'"),
-        ({"img": ["  "]}, [{"image_id": "img", "caption": "x"}], DataFormatError, r"refs.json.*empty"),
-        ({"img": ["a dog"]}, [{"image_id": "img", "caption": 3}], DataFormatError, "entry 0.*string"),
-        ({"img": ["a dog"]}, b'[{"image_id": "img", "caption": "caf\xe9"}]', DataFormatError, "UTF-8"),
+        (
+            {"img": ["  "]},
+            [{"image_id": "img", "caption": "x"}],
+            DataFormatError,
+            r"refs.json.*empty",
+        ),
+        (
+            {"img": ["a dog"]},
+            [{"image_id": "img", "caption": 3}],
+            DataFormatError,
+            "entry 0.*string",
+        ),
+        (
+            {"img": ["a dog"]},
+            b'[{"image_id": "img", "caption": "caf\xe9"}]',
+            DataFormatError,
+            "UTF-8",
+        ),
     ],
 )
 def test_cli_bad_files_are_errors_and_write_nothing(tmp_path, refs, cands, error, match):
@@ -173,8 +188,16 @@ def test_rebuild_command_runs_at_runlocal_size(tmp_path):
     out = tmp_path / "model"
     pretrained.main(
         [
-            "--name", "base", "--data_dir", str(DATA), "--workdir", str(tmp_path / "work"),
-            "--out", str(out), "--config_arg", "runlocal",
+            "--name",
+            "base",
+            "--data_dir",
+            str(DATA),
+            "--workdir",
+            str(tmp_path / "work"),
+            "--out",
+            str(out),
+            "--config_arg",
+            "runlocal",
         ]
     )
     encoder, vocab, meta = pretrained.load(out)

@@ -38,7 +38,11 @@ def _start(workdir: Path, env_extra: dict) -> subprocess.Popen:
     env = dict(os.environ, JAX_PLATFORMS="cpu", **env_extra)
     return subprocess.Popen(
         [sys.executable, "-c", SCRIPT, str(workdir)],
-        cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 

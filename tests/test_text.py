@@ -30,8 +30,10 @@ GOLDEN_AGREEMENT_THRESHOLD = 0.999
         ("Don't stop!", ["do", "n't", "stop", "!"]),
         ("It's the dog's ball", ["it", "'s", "the", "dog", "'s", "ball"]),
         ("A man 's hat", ["a", "man", "'s", "hat"]),
-        ("they're, we'll, I've, I'm, he'd", ["they", "'re", ",", "we", "'ll", ",", "i", "'ve",
-                                             ",", "i", "'m", ",", "he", "'d"]),
+        (
+            "they're, we'll, I've, I'm, he'd",
+            ["they", "'re", ",", "we", "'ll", ",", "i", "'ve", ",", "i", "'m", ",", "he", "'d"],
+        ),
         ("won't can't", ["wo", "n't", "ca", "n't"]),
         ("the dogs' toys", ["the", "dogs", "'", "toys"]),
         ("a snow-covered T-shirt", ["a", "snow-covered", "t-shirt"]),
@@ -52,7 +54,18 @@ def test_tokenize(text, expected):
 def test_tokenize_for_metrics_drops_ptb_punctuation():
     text = 'A man (in red) -- doesn\'t "jump"; really?! Yes: 2,5 ... ok.'
     assert tokenize_for_metrics(text) == [
-        "a", "man", "in", "red", "does", "n't", "jump", "really", "yes", "2,5", "ok"]
+        "a",
+        "man",
+        "in",
+        "red",
+        "does",
+        "n't",
+        "jump",
+        "really",
+        "yes",
+        "2,5",
+        "ok",
+    ]
 
 
 def test_tokenize_for_metrics_matches_pycocoevalcap_golden(shared_data):
@@ -63,13 +76,15 @@ def test_tokenize_for_metrics_matches_pycocoevalcap_golden(shared_data):
         caption_id, text = line.split("\t")
         raw[caption_id] = text
     golden = json.loads(
-        (shared_data / "golden" / "pycocoevalcap_flickr8k_expert.json").read_text(encoding="utf-8"))
+        (shared_data / "golden" / "pycocoevalcap_flickr8k_expert.json").read_text(encoding="utf-8")
+    )
     pairs = []
     for row in golden["rows"]:
         pairs.append((raw[row["candidate_id"]], row["candidate"]))
         pairs.extend(
             (raw[f"{row['image']}#{index}"], reference)
-            for index, reference in enumerate(row["references"]))
+            for index, reference in enumerate(row["references"])
+        )
     agree = sum(" ".join(tokenize_for_metrics(text)) == gold for text, gold in pairs)
     rate = agree / len(pairs)
     print(f"tokenize_for_metrics agreement with pycocoevalcap: {agree}/{len(pairs)} = {rate:.5f}")

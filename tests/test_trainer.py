@@ -48,7 +48,9 @@ def tiny_config(**overrides) -> ml_collections.ConfigDict:
             log_every=5,
             eval_every=20,
             checkpoint_every=20,
-            optimizer=dict(learning_rate=0.05, decay_rate=1.0, decay_steps=1000, l2=0.0, clip_norm=0.0),
+            optimizer=dict(
+                learning_rate=0.05, decay_rate=1.0, decay_steps=1000, l2=0.0, clip_norm=0.0
+            ),
             early_stopping=dict(metric="dev/neg_mse", mode="max", patience=0),
         )
     )
@@ -94,7 +96,9 @@ def test_restore_into_fresh_model(tmp_path):
 
 
 def test_nan_guard_names_step_and_checkpoint(tmp_path):
-    config = tiny_config(optimizer=dict(learning_rate=1e30, decay_rate=1.0, decay_steps=1, l2=0.0, clip_norm=0.0))
+    config = tiny_config(
+        optimizer=dict(learning_rate=1e30, decay_rate=1.0, decay_steps=1, l2=0.0, clip_norm=0.0)
+    )
     with pytest.raises(FloatingPointError, match=r"at step \d+.*checkpoint"):
         run(config, tmp_path)
 

@@ -77,7 +77,9 @@ def _split_records(config: ml_collections.ConfigDict):
         records = {s: [r for r in world.captions if r.split == by_split[s]] for s in SPLITS}
         return records, store, world
     if data.source != "files":
-        raise ValueError(f"config.data.source must be 'shapes_world' or 'files', got {data.source!r}")
+        raise ValueError(
+            f"config.data.source must be 'shapes_world' or 'files', got {data.source!r}"
+        )
     store = _feature_store(config)
     kept, _, report = align_captions(corpus_lib.load_caption_files(data), store)
     logger.info("features (%s): %s", store.source, report)
@@ -102,7 +104,9 @@ def prepare_data(config: ml_collections.ConfigDict) -> VtfnData:
     if data.captions_per_image == "one":
         records["train"] = one_caption_per_image(records["train"], config.seed)
     elif data.captions_per_image != "all":
-        raise ValueError(f"data.captions_per_image must be 'one' or 'all', got {data.captions_per_image!r}")
+        raise ValueError(
+            f"data.captions_per_image must be 'one' or 'all', got {data.captions_per_image!r}"
+        )
     vocab = corpus_lib.build_vocab(records["train"], data.min_count, data.max_vocab)
     train_corpus = corpus_lib.encode_corpus(records["train"], vocab, data.max_len)
     train_features = store.lookup(train_corpus.image_ids)
@@ -119,7 +123,10 @@ def prepare_data(config: ml_collections.ConfigDict) -> VtfnData:
     logger.info(
         "VTFN data: vocabulary %d; %s; features %s (%d-d%s)",
         len(vocab),
-        ", ".join(f"{s} {len(splits[s].corpus)} captions / {len(splits[s].features)} images" for s in SPLITS),
+        ", ".join(
+            f"{s} {len(splits[s].corpus)} captions / {len(splits[s].features)} images"
+            for s in SPLITS
+        ),
         store.source,
         store.dim,
         f", PCA to {data.pca_dim}" if pca else "",

@@ -38,5 +38,7 @@ class TokenEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         embedded = embed_sentences(self._encode_batch, self.vocab, list(texts))
         if embedded.empty.size:
-            logging.getLogger(__name__).info("%d empty sentence(s) embed to zero", embedded.empty.size)
+            logging.getLogger(__name__).info(
+                "%d empty sentence(s) embed to zero", embedded.empty.size
+            )
         return embedded.vectors

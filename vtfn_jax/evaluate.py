@@ -112,9 +112,10 @@ def evaluate_embedder(
 def _brief(result) -> str:
     if not isinstance(result, dict):
         return str(result)
-    return ", ".join(
-        f"{k}={v:.2f}" for k, v in result.items() if isinstance(v, float | int)
-    ) or json.dumps(result)[:200]
+    return (
+        ", ".join(f"{k}={v:.2f}" for k, v in result.items() if isinstance(v, float | int))
+        or json.dumps(result)[:200]
+    )
 
 
 def main(argv: list[str]) -> None:

@@ -35,7 +35,10 @@ class VTFN(nnx.Module):
         embedding_init: np.ndarray | None = None,
     ):
         self.text = build_encoder(
-            model_config["encoder"], vocab_size, model_config, rngs=rngs,
+            model_config["encoder"],
+            vocab_size,
+            model_config,
+            rngs=rngs,
             embedding_init=embedding_init,
         )
         self.image_map = nnx.Linear(image_dim, self.text.out_dim, rngs=rngs)

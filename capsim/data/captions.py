@@ -98,13 +98,19 @@ def read_coco_captions(path: str | Path, split: str | None = None) -> list[Capti
     for index, annotation in enumerate(payload["annotations"]):
         try:
             image_id, caption_id, caption = (
-                annotation["image_id"], annotation["id"], annotation["caption"])
+                annotation["image_id"],
+                annotation["id"],
+                annotation["caption"],
+            )
             record = CaptionRecord(
-                str(int(image_id)), str(int(caption_id)), clean_caption(caption), split)
+                str(int(image_id)), str(int(caption_id)), clean_caption(caption), split
+            )
         except (KeyError, TypeError, ValueError, AttributeError) as error:
             raise DataFormatError(
-                path, f"annotation #{index} ({annotation!r:.120}) lacks a valid "
-                f"image_id/id/caption ({error!r})") from error
+                path,
+                f"annotation #{index} ({annotation!r:.120}) lacks a valid "
+                f"image_id/id/caption ({error!r})",
+            ) from error
         records.append(record)
     return records
 
@@ -123,14 +129,17 @@ def read_karpathy(path: str | Path) -> list[CaptionRecord]:
             image_id = str(image["cocoid"]) if "cocoid" in image else image["filename"]
             split = image["split"]
             records.extend(
-                CaptionRecord(image_id, str(sentence["sentid"]), clean_caption(sentence["raw"]),
-                              split)
+                CaptionRecord(
+                    image_id, str(sentence["sentid"]), clean_caption(sentence["raw"]), split
+                )
                 for sentence in image["sentences"]
             )
         except (KeyError, TypeError, AttributeError) as error:
             raise DataFormatError(
-                path, f"image #{index} ({str(image)[:120]}) lacks a valid "
-                f"cocoid/filename, split or sentences[raw, sentid] ({error!r})") from error
+                path,
+                f"image #{index} ({str(image)[:120]}) lacks a valid "
+                f"cocoid/filename, split or sentences[raw, sentid] ({error!r})",
+            ) from error
     return records
 
 
@@ -147,12 +156,15 @@ def read_flickr8k_tokens(token_file: str | Path) -> dict[str, str]:
         fields = line.split("\t")
         if len(fields) != 2:
             raise DataFormatError(
-                token_file, f"expected '<image>#<n><TAB><caption>', found {len(fields) - 1} tabs",
-                number)
+                token_file,
+                f"expected '<image>#<n><TAB><caption>', found {len(fields) - 1} tabs",
+                number,
+            )
         caption_id, text = fields
         if split_flickr8k_id(caption_id) is None:
             raise DataFormatError(
-                token_file, f"caption id {caption_id!r} does not end in '#<n>'", number)
+                token_file, f"caption id {caption_id!r} does not end in '#<n>'", number
+            )
         if caption_id in captions:
             raise DataFormatError(token_file, f"caption id {caption_id!r} appears twice", number)
         captions[caption_id] = clean_caption(text)
@@ -168,8 +180,10 @@ def _read_flickr8k_splits(split_files: Mapping[str, str | Path]) -> dict[str, st
                 continue
             if image in image_split:
                 raise DataFormatError(
-                    split_path, f"image {image!r} is already in split {image_split[image]!r}",
-                    number)
+                    split_path,
+                    f"image {image!r} is already in split {image_split[image]!r}",
+                    number,
+                )
             image_split[image] = split
     return image_split
 
@@ -219,7 +233,8 @@ def load_tfds_coco_captions(split: str, data_dir: str | None = None) -> list[Cap
     except ImportError as error:
         raise ImportError(
             "load_tfds_coco_captions needs TensorFlow for TFDS's coco_captions builder; "
-            f"install it with: {TF_INSTALL_HINT}") from error
+            f"install it with: {TF_INSTALL_HINT}"
+        ) from error
     import tensorflow_datasets as tfds
 
     builder = tfds.builder("coco_captions", data_dir=data_dir)
@@ -236,5 +251,6 @@ def load_tfds_coco_captions(split: str, data_dir: str | None = None) -> list[Cap
             except UnicodeDecodeError as error:
                 raise CaptionError(int(caption_id), "caption bytes are not valid UTF-8") from error
             records.append(
-                CaptionRecord(image_id, str(int(caption_id)), clean_caption(text), split_name))
+                CaptionRecord(image_id, str(int(caption_id)), clean_caption(text), split_name)
+            )
     return records

@@ -56,7 +56,9 @@ def load_caption_files(data: ml_collections.ConfigDict) -> list[CaptionRecord]:
         ]
     if not records:
         raise ValueError(f"the data config names no caption files under {root}")
-    logging.info("loaded %d captions of %d images", len(records), len({r.image_id for r in records}))
+    logging.info(
+        "loaded %d captions of %d images", len(records), len({r.image_id for r in records})
+    )
     return records
 
 
@@ -74,7 +76,9 @@ def hold_out_images(
     return train, dev
 
 
-def build_vocab(records: Sequence[CaptionRecord], min_count: int, max_size: int | None) -> text.Vocab:
+def build_vocab(
+    records: Sequence[CaptionRecord], min_count: int, max_size: int | None
+) -> text.Vocab:
     return text.Vocab.build(
         (text.tokenize(r.text) for r in records), min_count=min_count, max_size=max_size or None
     )

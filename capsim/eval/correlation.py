@@ -160,8 +160,13 @@ def results_rows(results: Mapping[str, object]) -> list[dict[str, object]]:
             continue
         for measure, number in value.items():
             if isinstance(number, Mapping) and "spearman_mean" in number:
-                rows.append({"task": f"{task} {measure}", "measure": "pearson / spearman mean",
-                             "value": f"{number['pearson_mean']:.2f} / {number['spearman_mean']:.2f}"})
+                rows.append(
+                    {
+                        "task": f"{task} {measure}",
+                        "measure": "pearson / spearman mean",
+                        "value": f"{number['pearson_mean']:.2f} / {number['spearman_mean']:.2f}",
+                    }
+                )
             elif isinstance(number, float | int) and not isinstance(number, bool):
                 rows.append({"task": task, "measure": measure, "value": number})
     return rows

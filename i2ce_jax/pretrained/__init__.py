@@ -148,7 +148,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--data_dir", default="../shared/data")
     parser.add_argument("--workdir", default=None, help="default: /tmp/i2ce_pretrained_NAME")
     parser.add_argument("--out", default=None, help="default: the package folder of --name")
-    parser.add_argument("--config_arg", default="", help="extra configs/i2ce_pretrained.py arguments")
+    parser.add_argument(
+        "--config_arg", default="", help="extra configs/i2ce_pretrained.py arguments"
+    )
     parser.add_argument("--export_only", action="store_true", help="export --workdir as it is")
     args = parser.parse_args(argv)
     workdir = args.workdir or f"/tmp/i2ce_pretrained_{args.name}"
@@ -157,7 +159,9 @@ def main(argv: list[str] | None = None) -> None:
         from configs import i2ce_pretrained
         from i2ce_jax.train import train_and_evaluate
 
-        arg = ",".join(filter(None, [f"model={args.name}", f"data_dir={args.data_dir}", args.config_arg]))
+        arg = ",".join(
+            filter(None, [f"model={args.name}", f"data_dir={args.data_dir}", args.config_arg])
+        )
         start = time.perf_counter()
         summary = train_and_evaluate(i2ce_pretrained.get_config(arg), workdir)
         print(f"trained in {time.perf_counter() - start:.0f} s: {json.dumps(summary)}")
