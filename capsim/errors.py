@@ -1,7 +1,7 @@
 """Error types for bad input.
 
 Every error names where the bad input lives (a file and line, or an id) so a
-user can fix the data without a debugger. See DESIGN.md §5.
+user can fix the data without a debugger. See docs/architecture.md (Conventions).
 """
 
 from __future__ import annotations

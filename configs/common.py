@@ -40,7 +40,6 @@ def trainer_defaults(config: ml_collections.ConfigDict) -> None:
     config.num_epochs = 4.0
     config.num_steps = -1  # -1: derived from num_epochs and the corpus size
     config.log_every = 50
-    config.eval_every = 500
     config.checkpoint_every = 1000
     config.optimizer = ml_collections.ConfigDict(
         dict(learning_rate=5e-4, decay_rate=1.0, decay_steps=1000, l2=0.0, clip_norm=5.0)
@@ -48,6 +47,11 @@ def trainer_defaults(config: ml_collections.ConfigDict) -> None:
     config.early_stopping = ml_collections.ConfigDict(
         dict(metric="dev/same_image_auc", mode="max", patience=0)
     )
+
+
+def same_image_eval(every: int) -> dict:
+    """The early-stopping evaluation: same-image AUC of dev captions, every ``every`` steps."""
+    return dict(type="same_image", split="dev", every=every)
 
 
 def i2ce_loss(name: str) -> ml_collections.ConfigDict:
@@ -122,17 +126,22 @@ def i2ce_files_config(arg: str | None, loss: str) -> ml_collections.ConfigDict:
     if arg.weight >= 0:
         config.loss.weight = arg.weight
     config.num_epochs = arg.epochs
-    config.eval_every = 200
     config.checkpoint_every = 400
     config.early_stopping.patience = 4
     config.scorer = dict(pooling="top-3")
-    config.eval = dict(include_meteor=True)
+    config.evals = dict(
+        dev=same_image_eval(every=200),
+        flickr8k_expert=dict(
+            type="judgments", set="flickr8k_expert", path=arg.data_dir + "/flickr8k"
+        ),
+    )
     if arg.runlocal:
         config.num_steps = 10
         config.batch_size = 16
         config.log_every = 5
-        config.eval_every = 5
+        config.evals.dev.every = 5
         config.data.dev_images = 50
+        del config.evals.flickr8k_expert
     return config
 
 
@@ -215,19 +224,24 @@ def vtfn_config(
     config.optimizer.decay_rate = 0.5
     config.optimizer.decay_steps = 2000
     config.optimizer.l2 = 1e-6
-    config.eval_every = 100
     config.checkpoint_every = 500
     config.early_stopping.patience = 5
-    selection = {"dev_auc": "dev/same_image_auc", "avg2016": "dev/avg2016"}
-    if arg.select not in selection:
-        raise ValueError(f"select must be one of {sorted(selection)}, got {arg.select!r}")
-    config.early_stopping.metric = selection[arg.select]
-    config.eval = dict(
-        tasks=("same_diff", "retrieval", "sts")
-        if source == "files"
-        else ("same_diff", "retrieval", "shapes"),
-        sts_dir=arg.data_dir + "/sts",
+    config.evals = dict(
+        dev=same_image_eval(every=100),
+        same_diff=dict(type="same_diff", split="test"),
+        retrieval=dict(type="retrieval", split="test"),
     )
+    if source == "files":
+        config.evals.sts = dict(type="sts", sts_dir=arg.data_dir + "/sts")
+    else:
+        config.evals.shapes = dict(type="shapes")
+    if arg.select == "avg2016":  # the paper's model selection: mean Pearson on STS 2016
+        config.evals.sts16 = dict(
+            type="sts", sts_dir=arg.data_dir + "/sts", years=("STS16",), every=100
+        )
+        config.early_stopping.metric = "sts16/avg2016"
+    elif arg.select != "dev_auc":
+        raise ValueError(f"select must be 'dev_auc' or 'avg2016', got {arg.select!r}")
     if arg.runlocal:
         config.data.shapes_world.num_scenes = 200
         config.data.dev_images = 50
@@ -235,7 +249,8 @@ def vtfn_config(
         config.num_steps = 10
         config.batch_size = 16
         config.log_every = 5
-        config.eval_every = 5
+        for entry in config.evals.values():
+            entry.every = 5 if entry.get("every") else 0
     return config
 
 
@@ -315,6 +330,9 @@ def baseline_config(
             embed_dim=GLOVE_PACKAGE_DIM if arg.glove else arg.dim,
             glove=arg.glove,
             dropout=LANGUAGE_MODEL_DROPOUT,
+        )
+        config.evals.dev_perplexity = dict(
+            type="perplexity", split="dev", every=config.evals.dev.every
         )
     config.model = model
     return config

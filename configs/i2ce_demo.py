@@ -31,15 +31,17 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     config.num_epochs = 6.0
     config.batch_size = 64
     config.log_every = 25
-    config.eval_every = 100
     config.checkpoint_every = 200
     config.optimizer.learning_rate = 2e-3
     config.scorer = dict(pooling="top-3")
-    config.eval = dict(include_meteor=False)
+    config.evals = dict(
+        dev=common.same_image_eval(every=100),
+        judgments=dict(type="judgments", set="shapes_world"),
+    )
     if arg.runlocal:
         config.data.shapes_world.num_scenes = 200
         config.num_epochs = 3.0
         config.batch_size = 16
         config.log_every = 5
-        config.eval_every = 10
+        config.evals.dev.every = 10
     return config

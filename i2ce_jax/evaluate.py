@@ -23,76 +23,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
 
-from capsim.data import judgments as readers
-from capsim.data.captions import read_flickr8k_tokens, split_flickr8k_id
-from capsim.errors import CapsimError, DataFormatError
-from capsim.eval import judgment_harness as harness
+from capsim.errors import CapsimError
 from capsim.eval.correlation import format_table
+from capsim.eval.judgment_harness import SETS, evaluate_judgments, load_set
 from capsim.train.writers import setup_logging
-from i2ce_jax.score import read_refs, write_atomically
+from i2ce_jax.score import write_atomically
 from i2ce_jax.scorer import I2CEScorer
-
-SETS = ("flickr8k_expert", "flickr8k_cf", "thumb", "pascal50s", "composite")
-
-
-def _references(path: Path) -> dict[str, list[str]]:
-    """image id -> captions, from a refs JSON or a Flickr8k token file."""
-    if path.suffix == ".json":
-        return read_refs(path)
-    refs: dict[str, list[str]] = {}
-    for caption_id, caption in read_flickr8k_tokens(path).items():
-        refs.setdefault(split_flickr8k_id(caption_id)[0], []).append(caption)
-    return refs
-
-
-def load_set(name: str, path: Path, references: Path | None):
-    """The judgments of one set: Judgment records, or PairJudgment for pascal50s."""
-    refs = _references(references) if references else None
-    if name == "flickr8k_expert":
-        return readers.read_flickr8k_expert(
-            path / "ExpertAnnotations.txt", path / "Flickr8k.token.txt"
-        )
-    if name == "flickr8k_cf":
-        return readers.read_flickr8k_cf(
-            path / "CrowdFlowerAnnotations.txt", path / "Flickr8k.token.txt"
-        )
-    if name == "thumb":
-        beside = path.with_name("mscoco_references.json")
-        return readers.read_thumb(path, beside if beside.exists() else None)
-    if name == "pascal50s":
-        return readers.read_pascal50s(path, refs)
-    if name == "composite":
-        if refs is None:
-            raise DataFormatError(
-                path, "Composite files hold no references: pass --references composite=FILE"
-            )
-        return readers.read_composite_csv(path, refs)
-    raise ValueError(f"unknown judgment set {name!r}; known: {', '.join(SETS)}")
-
-
-def evaluate_set(
-    name: str, judgments: list, score: Callable, include_meteor: bool
-) -> tuple[dict[str, dict], dict[str, str]]:
-    """(per metric: the set's statistics, metrics that could not run and why)."""
-    if name == "pascal50s":
-        pairs = harness.preference_pairs(judgments)
-    else:
-        if not all(j.references for j in judgments):
-            raise DataFormatError(name, "some judgments have no references")
-        pairs = harness.group_judgments(judgments)
-    scores, skipped = harness.ngram_metric_scores(pairs, include_meteor=include_meteor)
-    scores["I2CE"] = np.asarray(score(pairs.gts, pairs.res)[1], np.float64)
-    if name == "pascal50s":
-        return harness.pascal_report(pairs, scores), skipped
-    systems = [""] * len(pairs.keys)
-    for j, pair in zip(judgments, pairs.pair_of_rating, strict=True):
-        systems[pair] = j.system or ""
-    return harness.absolute_report(name, pairs, scores, systems if any(systems) else ()), skipped
 
 
 def _table(report: Mapping[str, dict]) -> str:
@@ -115,7 +56,7 @@ def parse_specs(text: str) -> list[tuple[str, Path]]:
     for item in filter(None, text.split(",")):
         name, sep, path = item.partition(":")
         if not sep or name not in SETS:
-            raise ValueError(f"--judgments wants NAME:PATH with NAME in {SETS}, got {item!r}")
+            raise ValueError(f"--judgments wants NAME:PATH with NAME in {list(SETS)}, got {item!r}")
         specs.append((name, Path(path)))
     return specs
 
@@ -139,7 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     results = {"model": args.checkpoint or args.model, "sets": {}}
     for name, judgments in loaded.items():
-        report, skipped = evaluate_set(name, judgments, scorer.compute_score, not args.no_meteor)
+        report, skipped = evaluate_judgments(
+            name, judgments, scorer.compute_score, not args.no_meteor
+        )
         results["sets"][name] = {"judgments": len(judgments), "metrics": report, "skipped": skipped}
         print(f"\n{name}: {len(judgments)} judgments", flush=True)
         print(_table(report))

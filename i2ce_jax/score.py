@@ -22,53 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from capsim.errors import CapsimError, CaptionError, DataFormatError
+from capsim.data.captions import read_candidates_json, read_references_json
+from capsim.errors import CapsimError, CaptionError
 from capsim.train.writers import setup_logging
 from i2ce_jax.scorer import I2CEScorer
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        raw = path.read_bytes()
-    except OSError as e:
-        raise DataFormatError(path, f"cannot read ({e.strerror})") from e
-    try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError as e:
-        raise DataFormatError(path, f"not UTF-8 (byte {e.start})") from e
-    except json.JSONDecodeError as e:
-        raise DataFormatError(path, f"invalid JSON: {e.msg}", line=e.lineno) from e
-
-
-def read_refs(path: str | Path) -> dict[str, list[str]]:
-    """References keyed by image id (ids are compared as strings)."""
-    path = Path(path)
-    data = _read_json(path)
-    if not isinstance(data, dict):
-        raise DataFormatError(path, "expected an object mapping image id -> list of references")
-    for key, refs in data.items():
-        if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
-            raise DataFormatError(path, f"image {key!r}: expected a non-empty list of strings")
-        for j, ref in enumerate(refs):
-            if not ref.strip():
-                raise DataFormatError(path, f"image {key!r}: reference {j} is empty")
-    return {str(k): v for k, v in data.items()}
-
-
-def read_cands(path: str | Path) -> list[tuple[str, str]]:
-    """(image id, caption) pairs from a COCO-results list."""
-    path = Path(path)
-    data = _read_json(path)
-    if not isinstance(data, list):
-        raise DataFormatError(path, 'expected a list of {"image_id": ..., "caption": ...}')
-    pairs = []
-    for index, item in enumerate(data):
-        if not isinstance(item, dict) or "image_id" not in item or "caption" not in item:
-            raise DataFormatError(path, f"entry {index}: needs 'image_id' and 'caption'")
-        if not isinstance(item["caption"], str):
-            raise DataFormatError(path, f"entry {index}: caption must be a string")
-        pairs.append((str(item["image_id"]), item["caption"]))
-    return pairs
 
 
 def score_files(
@@ -123,7 +80,10 @@ def main(argv: list[str] | None = None) -> int:
         "--pooling", default=None, help="top-1..top-5, mean or max (default: the model's)"
     )
     args = parser.parse_args(argv)
-    refs, cands = read_refs(args.refs), read_cands(args.cands)  # bad files fail before loading
+    refs, cands = (
+        read_references_json(args.refs),
+        read_candidates_json(args.cands),
+    )  # bad files fail before loading
     kwargs = {"pooling": args.pooling} if args.pooling else {}
     if args.checkpoint:
         scorer = I2CEScorer.from_checkpoint(args.checkpoint, **kwargs)

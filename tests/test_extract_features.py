@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import requires_keras, requires_pil
 
 from capsim.errors import DataFormatError, FeatureError
 from vtfn_jax import extract_features as extract
@@ -15,6 +16,9 @@ from vtfn_jax.features import FeatureStore
 IMAGE_SIZE = 32
 TINY_DIM = 4
 NUM_IMAGES = 6
+
+
+pytestmark = [requires_keras, requires_pil]
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +86,7 @@ def test_extract_writes_feature_store(tmp_path, tiny_model, capsys):
     assert not (tmp_path / "out" / "shards").exists()
     progress = capsys.readouterr().err
     assert (
-        f"{NUM_IMAGES}/{NUM_IMAGES} images" in progress
+        f"images {NUM_IMAGES}/{NUM_IMAGES}" in progress
         and "images/s" in progress
         and "ETA" in progress
     )

@@ -11,14 +11,9 @@ import pytest
 
 from capsim.data.records import CaptionRecord
 from capsim.errors import DataFormatError, FeatureError
-from vtfn_jax.features import (
-    COCO_CATEGORIES,
-    FeatureStore,
-    Pca,
-    align_captions,
-    coco_object_label_features,
-    fit_pca,
-)
+from vtfn_jax.coco_labels import COCO_CATEGORIES, coco_object_label_features
+from vtfn_jax.features import FeatureStore, align_captions
+from vtfn_jax.pca import Pca, fit_pca
 
 MATRIX = np.arange(12, dtype=np.float64).reshape(4, 3)
 IDS = ["a", "b", "c", "d"]

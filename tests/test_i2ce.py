@@ -49,8 +49,8 @@ def test_demo_loss_falls_and_beats_chance(demo_run):
     assert losses[-1] < 0.8 * losses[0], losses
     # Chance is 50 AUC and 0 tau: the stated margins are +10 AUC and +10 tau-c points.
     assert summary["best_dev_same_image_auc"] > 60
-    assert summary["tau_c"]["I2CE"] > 10
-    assert set(summary["tau_c"]) >= {"BLEU-4", "ROUGE-L", "CIDEr", "I2CE"}
+    assert summary["judgments"]["I2CE"] > 10
+    assert set(summary["judgments"]) >= {"BLEU-4", "ROUGE-L", "CIDEr", "I2CE"}
     assert json.loads((workdir / "results.json").read_text())["steps"] == summary["steps"]
 
 
@@ -168,7 +168,7 @@ import json, sys
 from configs import i2ce_demo
 from i2ce_jax.train import train_and_evaluate
 config = i2ce_demo.get_config("runlocal")
-config.num_steps, config.log_every, config.eval_every = 3, 1, 3
+config.num_steps, config.log_every, config.evals.dev.every = 3, 1, 3
 train_and_evaluate(config, sys.argv[1])
 losses = [json.loads(l)["train/loss"] for l in open(sys.argv[1] + "/metrics.jsonl") if "train/loss" in l]
 print("LOSSES", json.dumps(losses))

@@ -113,7 +113,7 @@ def test_fixture_sets_each_get_their_statistic(tmp_path):
 def test_bad_arguments_are_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="NAME:PATH"):
         evaluate.parse_specs("expert:/x")
-    with pytest.raises(DataFormatError, match="--references composite"):
+    with pytest.raises(DataFormatError, match="Composite files hold no references"):
         _run(tmp_path, "--judgments", f"composite:{FIXTURES / 'composite_8k_correctness.csv'}")
     with pytest.raises(DataFormatError, match="does not exist"):
         _run(tmp_path, "--judgments", f"flickr8k_expert:{tmp_path}")

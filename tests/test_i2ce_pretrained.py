@@ -141,7 +141,7 @@ def test_cli_without_checkpoint_scores_every_oddity(tmp_path):
 @pytest.mark.parametrize(
     ("refs", "cands", "error", "match"),
     [
-        ({"img": ["a dog"]}, b"[{", DataFormatError, r"cands.json:1.*invalid JSON"),
+        ({"img": ["a dog"]}, b"[{", DataFormatError, r"cands.json:1.*malformed JSON"),
         ({"img": ["a dog"]}, [{"image_id": "other", "caption": "x"}], CaptionError, "'other'"),
         ({"img": []}, [{"image_id": "img", "caption": "x"}], DataFormatError, r"refs.json.*'img'"),
         (

@@ -17,9 +17,9 @@ from capsim.data.judgments import (
     read_composite_csv,
     read_flickr8k_cf,
     read_flickr8k_expert,
-    read_pascal50s,
     read_thumb,
 )
+from capsim.data.pascal50s import read_pascal50s
 from capsim.errors import DataFormatError
 
 FIXTURES = Path(__file__).parent / "fixtures" / "judgments"

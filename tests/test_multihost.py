@@ -20,11 +20,11 @@ jax.config.update("jax_cpu_collectives_implementation", "gloo")
 from configs import i2ce_demo
 from i2ce_jax.train import train_and_evaluate
 config = i2ce_demo.get_config("runlocal")
-config.num_steps, config.log_every, config.eval_every = 3, 1, 3
+config.num_steps, config.log_every, config.evals.dev.every = 3, 1, 3
 summary = train_and_evaluate(config, sys.argv[1])
 if jax.process_index() == 0:
     losses = [json.loads(l)["train/loss"] for l in open(sys.argv[1] + "/metrics.jsonl") if "train/loss" in l]
-    print("LOSSES", json.dumps(losses), "TAU", summary["tau_c"]["I2CE"])
+    print("LOSSES", json.dumps(losses), "TAU", summary["judgments"]["I2CE"])
 """
 
 

@@ -13,8 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from capsim.data import shapes_render
 from capsim.data import shapes_world as sw
 from capsim.data.shapes_render import COLOURS, POSITIONS, ObjectGroup, render_groups
+from capsim.data.shapes_world import eval_sets, lexicon
 from capsim.errors import FeatureError
 
 SMALL = sw.ShapesWorldConfig(num_scenes=200, feature_dim=64, seed=1)
@@ -116,8 +118,8 @@ def test_config_rejects_bad_values():
 
 
 def _register_words(register: str) -> set[str]:
-    words = set(sw.TEMPLATE_WORDS[register])
-    for kind, table in sw.LEXICON[register].items():
+    words = set(lexicon.TEMPLATE_WORDS[register])
+    for kind, table in lexicon.LEXICON[register].items():
         for names in table.values():
             for name in names:
                 words.update(name.split())
@@ -127,7 +129,7 @@ def _register_words(register: str) -> set[str]:
 
 
 def test_registers_share_no_word_so_synonyms_never_share_context(world):
-    plain_words, terse_words = _register_words(sw.PLAIN), _register_words(sw.TERSE)
+    plain_words, terse_words = _register_words(lexicon.PLAIN), _register_words(lexicon.TERSE)
     assert not plain_words & terse_words
     context: dict[str, set[str]] = defaultdict(set)
     for record in world.captions:
@@ -160,8 +162,10 @@ def test_grounding_only_synonyms_name_the_same_pixels(world):
         return vector / np.linalg.norm(vector)
 
     for kind in ("colour", "size"):
-        terse_names = {value: names[0] for value, names in sw.LEXICON[sw.TERSE][kind].items()}
-        for value, plain_names in sw.LEXICON[sw.PLAIN][kind].items():
+        terse_names = {
+            value: names[0] for value, names in lexicon.LEXICON[lexicon.TERSE][kind].items()
+        }
+        for value, plain_names in lexicon.LEXICON[lexicon.PLAIN][kind].items():
             similarity = {
                 v: direction(plain_names[0]) @ direction(t) for v, t in terse_names.items()
             }
@@ -185,7 +189,7 @@ def test_features_carry_scene_content(world):
     rng = np.random.default_rng(4)
     options = {
         "colour": list(COLOURS),
-        "shape": list(sw.SHAPES),
+        "shape": list(shapes_render.SHAPES),
         "count": [1, 2, 3],
         "position": list(POSITIONS),
     }
@@ -256,7 +260,7 @@ def test_same_diff_pairs(world):
     different = [p for p in world.same_diff_pairs if p.score == -1.0]
     assert len(same) + len(different) == len(world.same_diff_pairs)
     assert len(same) == 20 * 10  # every pair of the 5 captions of the 20 test scenes
-    assert len(different) == sw.SAME_DIFF_PAIRS
+    assert len(different) == eval_sets.SAME_DIFF_PAIRS
     scene_of = {r.text: r.image_id for r in world.captions if r.split == "test"}
     assert all(scene_of[p.text_a] == scene_of[p.text_b] for p in same)
     assert all(scene_of[p.text_a] != scene_of[p.text_b] for p in different)
@@ -265,7 +269,7 @@ def test_same_diff_pairs(world):
 
 def test_graded_pairs_spread_over_the_range(world):
     scores = np.array([p.score for p in world.graded_pairs])
-    assert len(scores) == sw.GRADED_PAIRS
+    assert len(scores) == eval_sets.GRADED_PAIRS
     assert scores.min() >= 0.0 and scores.max() <= 5.0
     counts, _ = np.histogram(scores, bins=5, range=(0.0, 5.0))
     assert counts.min() >= 100, counts
@@ -276,9 +280,9 @@ def _value_of_name() -> dict[str, tuple[str, object, str]]:
     """Colour/shape/size name, and its plural forms, -> (kind, value, register)."""
     return {
         form: (kind, value, register)
-        for register, lexicon in sw.LEXICON.items()
-        for kind in sw.SWAPPABLE_KINDS
-        for value, names in lexicon[kind].items()
+        for register, table in lexicon.LEXICON.items()
+        for kind in lexicon.SWAPPABLE_KINDS
+        for value, names in table[kind].items()
         for name in names
         for form in (name, name + "s", name + "es")
     }

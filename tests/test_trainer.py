@@ -46,7 +46,6 @@ def tiny_config(**overrides) -> ml_collections.ConfigDict:
             batch_size=16,
             num_steps=60,
             log_every=5,
-            eval_every=20,
             checkpoint_every=20,
             optimizer=dict(
                 learning_rate=0.05, decay_rate=1.0, decay_steps=1000, l2=0.0, clip_norm=0.0
@@ -58,10 +57,21 @@ def tiny_config(**overrides) -> ml_collections.ConfigDict:
     return config
 
 
-def run(config, workdir, evaluate=None):
+class Periodic:
+    """A ``fn(model) -> metrics`` run every ``every`` steps (capsim.train.loop.PeriodicEval)."""
+
+    def __init__(self, fn, every=20):
+        self.fn, self.every = fn, every
+
+    def during_training(self, model, step, last):
+        return self.fn(model)
+
+
+def run(config, workdir, evaluate=None, every=20):
     model = Regressor(nnx.Rngs(0))
     data = training_dataset(range(256), make_example, global_batch_size=config.batch_size, seed=1)
-    return model, train_loop(config, workdir, model, mse, data, evaluate)
+    periodic = Periodic(evaluate, every) if evaluate else None
+    return model, train_loop(config, workdir, model, mse, data, periodic)
 
 
 def dev_eval(model):
@@ -109,9 +119,9 @@ def test_early_stopping(tmp_path):
     def worsening(model):
         return {"dev/neg_mse": -float(next(calls))}
 
-    config = tiny_config(num_steps=200, eval_every=10)
+    config = tiny_config(num_steps=200)
     config.early_stopping.patience = 2
-    _, result = run(config, tmp_path, worsening)
+    _, result = run(config, tmp_path, worsening, every=10)
     assert result.stopped_early and result.step == 30
 
 

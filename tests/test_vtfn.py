@@ -13,9 +13,8 @@ from flax import nnx
 from capsim import losses
 from configs import coco_bow, demo_bow, demo_cnn, demo_gru
 from vtfn_jax.data import prepare_data
-from vtfn_jax.evaluate import evaluate_embedder
 from vtfn_jax.model import build_model, make_loss_fn
-from vtfn_jax.train import load_trained, train_and_evaluate
+from vtfn_jax.train import evaluate_trained, load_trained, train_and_evaluate
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +103,7 @@ def test_sequence_encoders_build_with_dim_n(demo_data, module):
 
 def test_demo_learns_and_beats_chance_then_reloads(tmp_path):
     config = demo_bow.get_config("runlocal")
-    config.num_steps, config.batch_size, config.eval_every = 80, 32, 20
+    config.num_steps, config.batch_size, config.evals.dev.every = 80, 32, 20
     results = train_and_evaluate(config, tmp_path)
     records = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     losses_seen = [r["train/loss"] for r in records if "train/loss" in r]
@@ -114,21 +113,21 @@ def test_demo_learns_and_beats_chance_then_reloads(tmp_path):
     assert results["shapes"]["graded_spearman"] > 15
     assert results["retrieval"]["c2i_mrr"] > 0
     data, embedder, image_embed = load_trained(config, tmp_path)
-    again = evaluate_embedder(embedder, data, config, ["same_diff"], image_embed)
+    again = evaluate_trained(config, data, embedder, image_embed, ["same_diff"])
     assert again["same_diff"]["auc"] == pytest.approx(results["same_diff"]["auc"], abs=1e-6)
 
 
 def test_coco_object_label_run_says_what_features_it_used(shared_data, tmp_path):
     config = coco_bow.get_config(f"runlocal,data_dir={shared_data}")
-    config.eval.tasks = ("same_diff",)
+    del config.evals.retrieval, config.evals.sts
     results = train_and_evaluate(config, tmp_path)
     assert "object labels" in results["feature_source"]
     assert "not CNN features" in results["feature_source"]
 
 
 def test_select_on_avg2016_as_the_paper_does(shared_data, tmp_path):
-    config = coco_bow.get_config(f"runlocal,data_dir={shared_data}")
-    config.eval.tasks = ("same_diff",)
-    config.early_stopping.metric = "dev/avg2016"
+    config = coco_bow.get_config(f"runlocal,data_dir={shared_data},select=avg2016")
+    assert config.early_stopping.metric == "sts16/avg2016"
+    del config.evals.retrieval, config.evals.sts
     results = train_and_evaluate(config, tmp_path)
-    assert np.isfinite(results["train"]["best_dev_avg2016"])
+    assert np.isfinite(results["train"]["best_sts16_avg2016"])

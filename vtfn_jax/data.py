@@ -20,13 +20,9 @@ import numpy as np
 from capsim.data import corpus as corpus_lib
 from capsim.data.records import CaptionRecord
 from capsim.text import Vocab
-from vtfn_jax.features import (
-    FeatureStore,
-    Pca,
-    align_captions,
-    coco_object_label_features,
-    fit_pca,
-)
+from vtfn_jax.coco_labels import coco_object_label_features
+from vtfn_jax.features import FeatureStore, align_captions
+from vtfn_jax.pca import Pca, fit_pca
 
 logger = logging.getLogger(__name__)
 
@@ -34,17 +30,9 @@ SPLITS = ("train", "dev", "test")
 
 
 @dataclasses.dataclass
-class Split:
-    """Encoded captions of one image split, with each image's feature row."""
-
-    corpus: corpus_lib.EncodedCorpus
-    features: np.ndarray  # [len(corpus.image_ids), D], row k = image k
-
-
-@dataclasses.dataclass
 class VtfnData:
     vocab: Vocab
-    splits: dict[str, Split]
+    splits: dict[str, corpus_lib.CaptionSplit]
     feature_source: str
     records: dict[str, list[CaptionRecord]]
     world: object | None = None  # the ShapesWorld, for its evaluation sets
@@ -116,10 +104,10 @@ def prepare_data(config: ml_collections.ConfigDict) -> VtfnData:
         features = store.lookup(image_ids)
         return pca.transform(features) if pca else features
 
-    splits = {"train": Split(train_corpus, features_of(train_corpus.image_ids))}
+    splits = {"train": corpus_lib.CaptionSplit(train_corpus, features_of(train_corpus.image_ids))}
     for name in ("dev", "test"):
         encoded = corpus_lib.encode_corpus(records[name], vocab, data.max_len)
-        splits[name] = Split(encoded, features_of(encoded.image_ids))
+        splits[name] = corpus_lib.CaptionSplit(encoded, features_of(encoded.image_ids))
     logger.info(
         "VTFN data: vocabulary %d; %s; features %s (%d-d%s)",
         len(vocab),

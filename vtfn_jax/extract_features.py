@@ -22,7 +22,6 @@ import json
 import logging
 import os
 import sys
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -30,11 +29,12 @@ from pathlib import Path
 import numpy as np
 
 from capsim.errors import CapsimError, DataFormatError, FeatureError
-from vtfn_jax.features import IDS_FILE, FeatureStore, coco_image_id
+from capsim.train.writers import Progress
+from vtfn_jax.features import IDS_FILE, FeatureStore
+from vtfn_jax.images import ID_STYLES, list_images, load_image
 
 logger = logging.getLogger(__name__)
 
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 DEFAULT_IMAGE_SIZE = 299
 DEFAULT_BATCH_SIZE = 32
 DEFAULT_SHARD_EVERY = 8  # batches per shard: at most this much work is redone after a crash
@@ -43,7 +43,6 @@ PROGRESS_EVERY_S = 10.0
 SHARDS_DIR = "shards"
 RUN_FILE = "run.json"
 SKIPPED_FILE = "skipped_images.json"
-ID_STYLES = ("filename", "stem", "coco")
 RGB_CHANNELS = 3
 
 BatchFn = Callable[[np.ndarray], np.ndarray]
@@ -74,90 +73,11 @@ def build_inception_v3(weights: str | None = "imagenet", image_size: int = DEFAU
     )
 
 
-def image_id_for(path: Path, id_style: str) -> str:
-    """The image id a caption corpus uses for this file.
-
-    ``filename`` keeps the name (Flickr8k ids), ``stem`` drops the extension,
-    ``coco`` takes the number (``COCO_val2014_000000000139.jpg`` -> ``139``).
-    """
-    if id_style == "filename":
-        return path.name
-    if id_style == "stem":
-        return path.stem
-    if id_style == "coco":
-        image_id = coco_image_id(path.name)
-        if image_id is None:
-            raise DataFormatError(path, "no COCO image number in the file name")
-        return image_id
-    raise ValueError(f"id_style must be one of {ID_STYLES}, got {id_style!r}")
-
-
-def list_images(image_dir: Path, id_style: str) -> list[tuple[str, Path]]:
-    """(image id, path) of every .jpg/.jpeg/.png directly in ``image_dir``, sorted by file name."""
-    if not image_dir.is_dir():
-        raise FileNotFoundError(f"image folder {image_dir} does not exist")
-    paths = sorted(
-        path
-        for path in image_dir.iterdir()
-        if path.is_file() and path.suffix.lower() in IMAGE_SUFFIXES
-    )
-    if not paths:
-        raise DataFormatError(image_dir, f"no {'/'.join(IMAGE_SUFFIXES)} images")
-    path_of: dict[str, Path] = {}
-    for path in paths:
-        image_id = image_id_for(path, id_style)
-        if image_id in path_of:
-            raise FeatureError(image_id, f"both {path_of[image_id]} and {path} map to this id")
-        path_of[image_id] = path
-    return list(path_of.items())
-
-
-def load_image(path: Path, image_size: int) -> np.ndarray:
-    """RGB pixels in [0, 255], center-cropped to a square and resized to image_size."""
-    from PIL import Image
-
-    try:
-        with Image.open(path) as opened:
-            image = opened.convert("RGB")
-    except (OSError, ValueError, Image.DecompressionBombError) as error:
-        raise DataFormatError(path, f"cannot read image: {error}") from error
-    width, height = image.size
-    side = min(width, height)
-    left, top = (width - side) // 2, (height - side) // 2
-    image = image.crop((left, top, left + side, top + side))
-    image = image.resize((image_size, image_size), Image.Resampling.BILINEAR)
-    return np.asarray(image, dtype=np.float32)
-
-
 def _as_batch_fn(model) -> BatchFn:
     """A Keras model runs through predict_on_batch (jit-compiled once); any other callable as is."""
     if hasattr(model, "predict_on_batch"):
         return lambda batch: np.asarray(model.predict_on_batch(batch))
     return lambda batch: np.asarray(model(batch))
-
-
-class _Progress:
-    """Images done / total, images/s and ETA on stderr, at most every PROGRESS_EVERY_S."""
-
-    def __init__(self, total: int, already_done: int):
-        self.total, self.done = total, already_done
-        self.processed = 0
-        self.start = self.last_report = time.monotonic()
-
-    def update(self, count: int, *, final: bool = False) -> None:
-        self.done += count
-        self.processed += count
-        now = time.monotonic()
-        if not final and now - self.last_report < PROGRESS_EVERY_S:
-            return
-        self.last_report = now
-        rate = self.processed / max(now - self.start, 1e-9)
-        eta = (self.total - self.done) / rate if rate > 0 else float("inf")
-        print(
-            f"extract_features: {self.done}/{self.total} images, {rate:.1f} images/s, ETA {eta:.0f}s",
-            file=sys.stderr,
-            flush=True,
-        )
 
 
 class _ShardWriter:
@@ -247,7 +167,7 @@ def extract_features(
       shard_every: batches per shard written to ``out_dir/shards``.
       model: replaces InceptionV3, e.g. a tiny Keras model in tests; a Keras
         model or any callable mapping [B, H, W, 3] preprocessed pixels to [B, D].
-      id_style: how file names become image ids, see :func:`image_id_for`.
+      id_style: how file names become image ids, see :func:`vtfn_jax.images.image_id_for`.
       skip_bad: report unreadable images (logged, listed in skipped_images.json)
         and go on, instead of stopping at the first one.
 
@@ -288,7 +208,14 @@ def extract_features(
 
     skipped = []
     if todo:
-        progress = _Progress(len(images), len(images) - len(todo))
+        progress = Progress(
+            len(images),
+            first=len(images) - len(todo),
+            unit="images",
+            item="images",
+            prefix="extract_features: ",
+            min_interval_s=PROGRESS_EVERY_S,
+        )
         skipped = _run_batches(
             todo, shards, make_model, batch_size, image_size, shard_every, skip_bad, progress
         )
@@ -319,7 +246,7 @@ def _run_batches(
     image_size: int,
     shard_every: int,
     skip_bad: bool,
-    progress: _Progress,
+    progress: Progress,
 ) -> list[str]:
     """Runs the model over ``todo`` in batches, shard by shard; returns the unreadable files.
 
@@ -371,7 +298,8 @@ def _run_batches(
                     shards.add([item[0] for item, _ in readable], features.astype(np.float32))
                 if batch_number % shard_every == 0:
                     shards.flush()
-                progress.update(len(batch_items), final=start + batch_size >= len(todo))
+                last = start + batch_size >= len(todo)
+                progress.report(progress.total - len(todo) + start + len(batch_items), final=last)
     finally:
         shards.flush()
     return skipped

@@ -1,4 +1,5 @@
-"""Frozen image features for VTFN: storage, caption alignment, PCA and COCO object labels.
+"""Frozen image features for VTFN: storage and caption alignment (PCA: vtfn_jax.pca;
+COCO object labels: vtfn_jax.coco_labels).
 
 A user's features arrive as ``features.npy`` ([N, D] float) plus the image ids in
 row order (``ids.json`` list or ``ids.txt``, one per line), as written by
@@ -11,7 +12,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -27,22 +27,6 @@ FEATURES_FILE = "features.npy"
 IDS_FILE = "ids.json"
 META_FILE = "meta.json"
 EXAMPLE_IDS_SHOWN = 5
-
-COCO_CATEGORIES = (
-    "airplane", "apple", "backpack", "banana", "baseball_bat", "baseball_glove", "bear", "bed",
-    "bench", "bicycle", "bird", "boat", "book", "bottle", "bowl", "broccoli", "bus", "cake", "car",
-    "carrot", "cat", "cell_phone", "chair", "clock", "couch", "cow", "cup", "dining_table", "dog",
-    "donut", "elephant", "fire_hydrant", "fork", "frisbee", "giraffe", "hair_drier", "handbag",
-    "horse", "hot_dog", "keyboard", "kite", "knife", "laptop", "microwave", "motorcycle", "mouse",
-    "orange", "oven", "parking_meter", "person", "pizza", "potted_plant", "refrigerator", "remote",
-    "sandwich", "scissors", "sheep", "sink", "skateboard", "skis", "snowboard", "spoon",
-    "sports_ball", "stop_sign", "suitcase", "surfboard", "teddy_bear", "tennis_racket", "tie",
-    "toaster", "toilet", "toothbrush", "traffic_light", "train", "truck", "tv", "umbrella", "vase",
-    "wine_glass", "zebra",
-)  # fmt: skip
-COCO_LABELS_SOURCE = "COCO object labels (multi-hot, not CNN features)"
-COCO_LABELS_IDF_SOURCE = "COCO object labels (IDF-weighted multi-hot, not CNN features)"
-COCO_FILE_NUMBER = re.compile(r"(\d+)\.[A-Za-z]+$")
 
 
 class FeatureStore:
@@ -234,128 +218,3 @@ def align_captions(
     if report.skipped_captions:
         logger.warning("features from %s: %s", store.source, report)
     return kept, store.rows(record.image_id for record in kept), report
-
-
-@dataclasses.dataclass(frozen=True)
-class Pca:
-    """A fitted PCA projection: ``(x - mean) @ components.T``."""
-
-    mean: np.ndarray
-    components: np.ndarray
-    explained_variance: np.ndarray
-
-    @property
-    def dim(self) -> int:
-        return self.components.shape[0]
-
-    def transform(self, features: np.ndarray) -> np.ndarray:
-        features = np.asarray(features, dtype=np.float32)
-        if features.ndim != 2 or features.shape[1] != self.mean.shape[0]:
-            raise ValueError(
-                f"PCA expects [N, {self.mean.shape[0]}] features, got {features.shape}"
-            )
-        return ((features - self.mean) @ self.components.T).astype(np.float32)
-
-    def save(self, path: str | Path) -> None:
-        with Path(path).open("wb") as file:  # a file object keeps numpy from appending ".npz"
-            np.savez(
-                file,
-                mean=self.mean,
-                components=self.components,
-                explained_variance=self.explained_variance,
-            )
-
-    @classmethod
-    def load(cls, path: str | Path) -> Pca:
-        with np.load(path, allow_pickle=False) as arrays:
-            return cls(arrays["mean"], arrays["components"], arrays["explained_variance"])
-
-
-def fit_pca(features: np.ndarray, dim: int) -> Pca:
-    """Fits PCA by SVD; pass the training rows only so no test statistics leak in.
-
-    Each component's sign is fixed (largest-magnitude loading positive), so the
-    same features give the same projection on every platform.
-    """
-    features = np.asarray(features, dtype=np.float64)
-    if features.ndim != 2:
-        raise ValueError(f"PCA expects a 2-D [N, D] array, got shape {features.shape}")
-    if not 1 <= dim <= min(features.shape):
-        raise ValueError(
-            f"PCA dim must be in [1, {min(features.shape)}] for {features.shape} features, got {dim}"
-        )
-    mean = features.mean(axis=0)
-    _, singular_values, components = np.linalg.svd(features - mean, full_matrices=False)
-    components = components[:dim]
-    signs = np.sign(components[np.arange(dim), np.argmax(np.abs(components), axis=1)])
-    components = components * signs[:, None]
-    explained_variance = singular_values[:dim] ** 2 / max(features.shape[0] - 1, 1)
-    return Pca(
-        mean.astype(np.float32),
-        components.astype(np.float32),
-        explained_variance.astype(np.float32),
-    )
-
-
-def coco_image_id(file_name: str) -> str | None:
-    """``COCO_val2014_000000000139.jpg`` -> ``"139"`` (the id used by the caption JSON)."""
-    match = COCO_FILE_NUMBER.search(file_name)
-    return str(int(match.group(1))) if match else None
-
-
-def coco_object_label_features(
-    path: str | Path, *, idf: bool = False, image_ids: Iterable[object] | None = None
-) -> FeatureStore:
-    """80-d multi-hot COCO object labels per image, a stand-in for CNN features.
-
-    Reads ``val2014_object_labels.json`` (a list of ``{"file_name", "labels"}``).
-    With ``idf`` each category is weighted by ``log(N / df)``, where N and df
-    count all images in the file, so the weights do not depend on ``image_ids``.
-    ``image_ids`` keeps only those images (in file order); ids absent from the
-    file are simply not in the store, and :func:`align_captions` reports them.
-    """
-    path = Path(path)
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise DataFormatError(path, f"cannot read as JSON: {error}") from error
-    if not isinstance(entries, list):
-        raise DataFormatError(path, "expected a JSON list of {file_name, labels} entries")
-    num_categories = len(COCO_CATEGORIES)
-    ids: list[str] = []
-    multi_hot = np.zeros((len(entries), num_categories), dtype=np.float32)
-    for position, entry in enumerate(entries):
-        file_name = entry.get("file_name") if isinstance(entry, dict) else None
-        image_id = coco_image_id(file_name) if isinstance(file_name, str) else None
-        labels = entry.get("labels") if isinstance(entry, dict) else None
-        if image_id is None or not isinstance(labels, list):
-            raise DataFormatError(
-                path, f"entry {position} is not {{file_name: COCO_..._<id>.jpg, labels: [...]}}"
-            )
-        for label in labels:
-            if (
-                isinstance(label, bool)
-                or not isinstance(label, int)
-                or not 0 <= label < num_categories
-            ):
-                raise DataFormatError(
-                    path,
-                    f"entry {position} ({file_name}): label {label!r} is not in 0..{num_categories - 1}",
-                )
-            multi_hot[position, label] = 1.0
-        ids.append(image_id)
-    source = COCO_LABELS_SOURCE
-    if idf:
-        document_frequency = multi_hot.sum(axis=0)
-        weights = np.where(
-            document_frequency > 0, np.log(len(entries) / np.maximum(document_frequency, 1)), 0.0
-        )
-        multi_hot *= weights.astype(np.float32)
-        source = COCO_LABELS_IDF_SOURCE
-    if image_ids is not None:
-        wanted = {str(image_id) for image_id in image_ids}
-        keep = [row for row, image_id in enumerate(ids) if image_id in wanted]
-        logger.info("%s: %d of %d requested images have labels", path, len(keep), len(wanted))
-        ids = [ids[row] for row in keep]
-        multi_hot = multi_hot[keep]
-    return FeatureStore.from_arrays(ids, multi_hot, source=f"{source}: {path}")

@@ -2,9 +2,9 @@
 
 ``train_and_evaluate(config, workdir)`` prepares the data, trains the model
 kind named by ``config.model.kind`` (``vtfn`` or a baseline from
-``vtfn_jax.baselines``), evaluates it with ``vtfn_jax.evaluate`` and writes
-``results.json``. Every kind ends as an Embedder, so all go through the same
-evaluation.
+``vtfn_jax.baselines``), runs the evaluators that ``config.evals`` names
+(capsim.eval.evaluators) and writes ``results.json``. Every kind ends as an
+Embedder, so all go through the same evaluation.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ import ml_collections
 import numpy as np
 
 from capsim.data import glove
+from capsim.data.corpus import CaptionSplit
 from capsim.data.pipeline import training_dataset
-from capsim.eval import sts as sts_lib
 from capsim.eval.correlation import format_table, results_rows
-from capsim.eval.same_diff import make_dev_eval
+from capsim.eval.evaluators import Evaluators, Subject
 from capsim.text import Vocab
 from capsim.train import mesh as mesh_lib
 from capsim.train.checkpoint import restore_model
@@ -30,9 +30,8 @@ from capsim.train.entry import run_training_cli
 from capsim.train.loop import steps_for_epochs, train_loop
 from capsim.train.writers import is_main_process
 from vtfn_jax import baselines
-from vtfn_jax.data import Split, VtfnData, prepare_data
-from vtfn_jax.embedders import TokenEmbedder
-from vtfn_jax.evaluate import evaluate_embedder
+from vtfn_jax.data import VtfnData, prepare_data
+from vtfn_jax.embedders import Embedder, TokenEmbedder
 from vtfn_jax.model import VTFN, build_model, make_loss_fn
 
 logger = logging.getLogger(__name__)
@@ -40,7 +39,7 @@ logger = logging.getLogger(__name__)
 VOCAB_FILE = "vocab.json"
 
 
-def make_example_fn(split: Split, pivot: bool):
+def make_example_fn(split: CaptionSplit, pivot: bool):
     """One caption with its image's features (and, for the pivot loss, another caption of it)."""
     corpus = split.corpus
 
@@ -68,31 +67,15 @@ def image_embedder(model: VTFN) -> Callable[[np.ndarray], np.ndarray]:
     return lambda features: np.asarray(model.embed_image(jnp.asarray(features)))
 
 
-def text_embedder_of(data: VtfnData) -> Callable[[VTFN], Callable]:
-    return lambda model: TokenEmbedder(model, data.vocab, _embed_text).embed
+def subject_for(data: VtfnData, embedder: Embedder, image_embed: Callable | None) -> Subject:
+    """Any trained kind (VTFN or a baseline) as the evaluators see it."""
+    return Subject(
+        embed=embedder.embed, embed_images=image_embed, splits=data.splits, world=data.world
+    )
 
 
-def make_vtfn_dev_eval(data: VtfnData, config: ml_collections.ConfigDict):
-    """Dev metrics for early stopping: same-image AUC of held-out images' captions (default).
-
-    With ``early_stopping.metric = "dev/avg2016"`` it also computes the paper's
-    model-selection criterion, mean Pearson on STS 2016; results on STS16 are
-    then no longer held out, which is why it is not the default.
-    """
-    dev = data.splits["dev"].corpus
-    same_image = make_dev_eval(dev.texts_by_image(), text_embedder_of(data), config.seed)
-    sts16 = None
-    if config.early_stopping.metric == "dev/avg2016":
-        sts16 = {"STS16": sts_lib.read_sts_dir(Path(config.eval.sts_dir).expanduser())["STS16"]}
-
-    def evaluate(model: VTFN) -> dict[str, float]:
-        metrics = same_image(model)
-        if sts16:
-            embed = TokenEmbedder(model, data.vocab, _embed_text).embed
-            metrics["dev/avg2016"] = sts_lib.evaluate_sts(embed, sts16)["avg2016"]
-        return metrics
-
-    return evaluate
+def vtfn_subject(model: VTFN, data: VtfnData) -> Subject:
+    return subject_for(data, TokenEmbedder(model, data.vocab, _embed_text), image_embedder(model))
 
 
 def _model_for(config: ml_collections.ConfigDict, data: VtfnData) -> VTFN:
@@ -113,9 +96,8 @@ def train_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData)
         seed=config.seed,
     )
     model = _model_for(config, data)
-    result = train_loop(
-        config, workdir, model, make_loss_fn(config), dataset, make_vtfn_dev_eval(data, config)
-    )
+    evaluators = Evaluators(config.evals, lambda m: vtfn_subject(m, data))
+    result = train_loop(config, workdir, model, make_loss_fn(config), dataset, evaluators)
     restore_model(workdir, model)
     summary = result.summary()
     return TokenEmbedder(model, data.vocab, _embed_text), image_embedder(model), summary
@@ -147,8 +129,23 @@ def load_trained(config: ml_collections.ConfigDict, workdir: str | Path):
     return data, embedder, image_embed
 
 
+def evaluate_trained(
+    config: ml_collections.ConfigDict,
+    data: VtfnData,
+    embedder: Embedder,
+    image_embed: Callable | None,
+    names: list[str] | None = None,
+) -> dict:
+    """The final-report evaluators of ``config.evals`` (or those named) on a trained kind."""
+    subject = subject_for(data, embedder, image_embed)
+    return {
+        "feature_source": data.feature_source,
+        **Evaluators(config.evals).report(subject, names),
+    }
+
+
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -> dict:
-    """Trains the configured kind, evaluates it on ``config.eval.tasks``, writes results.json."""
+    """Trains the configured kind, runs the final report of ``config.evals``, writes results.json."""
     mesh_lib.maybe_initialize_distributed()
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -156,7 +153,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
     if is_main_process():
         data.vocab.save(workdir / VOCAB_FILE)
     embedder, image_embed, summary = _kind(config)[0](config, workdir, data)
-    results = evaluate_embedder(embedder, data, config, config.eval.tasks, image_embed)
+    results = evaluate_trained(config, data, embedder, image_embed)
     results["train"] = summary
     results["model"] = config.model.kind
     if is_main_process():

@@ -74,6 +74,35 @@ def read_json_file(path: str | Path) -> Any:
         raise DataFormatError(path, f"malformed JSON ({error.msg})", error.lineno) from error
 
 
+def read_references_json(path: str | Path) -> dict[str, list[str]]:
+    """``{"<image id>": ["reference", ...]}``; ids become strings, references must be text."""
+    data = read_json_file(path)
+    if not isinstance(data, dict):
+        raise DataFormatError(path, "expected an object mapping image id -> list of references")
+    for key, refs in data.items():
+        if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
+            raise DataFormatError(path, f"image {key!r}: expected a non-empty list of strings")
+        for j, ref in enumerate(refs):
+            if not ref.strip():
+                raise DataFormatError(path, f"image {key!r}: reference {j} is empty")
+    return {str(k): v for k, v in data.items()}
+
+
+def read_candidates_json(path: str | Path) -> list[tuple[str, str]]:
+    """(image id, caption) pairs from a COCO results list ``[{"image_id", "caption"}, ...]``."""
+    data = read_json_file(path)
+    if not isinstance(data, list):
+        raise DataFormatError(path, 'expected a list of {"image_id": ..., "caption": ...}')
+    pairs = []
+    for index, item in enumerate(data):
+        if not isinstance(item, dict) or "image_id" not in item or "caption" not in item:
+            raise DataFormatError(path, f"entry {index}: needs 'image_id' and 'caption'")
+        if not isinstance(item["caption"], str):
+            raise DataFormatError(path, f"entry {index}: caption must be a string")
+        pairs.append((str(item["image_id"]), item["caption"]))
+    return pairs
+
+
 def _require(condition: bool, path: str | Path, message: str) -> None:
     if not condition:
         raise DataFormatError(path, message)

@@ -115,6 +115,14 @@ class EncodedCorpus:
         }
 
 
+@dataclasses.dataclass
+class CaptionSplit:
+    """Encoded captions of one image split, with each image's feature row when there are images."""
+
+    corpus: EncodedCorpus
+    features: np.ndarray | None = None  # [len(corpus.image_ids), D], row k = image k
+
+
 def encode_corpus(
     records: Sequence[CaptionRecord], vocab: text.Vocab, max_len: int
 ) -> EncodedCorpus:

@@ -8,7 +8,7 @@ Where the originals come from:
   * Flickr8k-Expert / Flickr8k-CF (``ExpertAnnotations.txt``,
     ``CrowdFlowerAnnotations.txt``): the Flickr8k_text package (Hodosh et al., 2013).
   * THumB 1.0 (Kasai et al., 2022): github.com/jungokasai/THumB, ``mscoco/``.
-  * PASCAL-50S (Vedantam et al., 2015): the CIDEr release, ``pair_pascal.mat`` and
+  * PASCAL-50S (Vedantam et al., 2015), read by capsim.data.pascal50s: the CIDEr release, ``pair_pascal.mat`` and
     ``consensus_pascal.mat``.
   * Composite (Aditya et al., 2015): the AMT result CSVs (``*_correctness.csv``,
     ``*_throughness.csv``).
@@ -24,9 +24,6 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
-
-import numpy as np
-import scipy.io
 
 from capsim.data.captions import iter_lines, read_flickr8k_tokens, read_text_file, split_flickr8k_id
 from capsim.errors import DataFormatError
@@ -228,141 +225,6 @@ def read_thumb(jsonl_path: str | Path, references_path: str | Path | None = None
                 system=str(system),
             )
         )
-    return judgments
-
-
-# --------------------------------------------------------------------------- PASCAL-50S
-
-PASCAL_CATEGORIES = {1: "HC", 2: "HI", 3: "HM", 4: "MM"}
-PASCAL_CONSENSUS_FILE = "consensus_pascal.mat"
-VOTE_FOR_B = 1  # a triplet's winner field: 1 means its B sentence, -1 its C sentence
-VOTE_FOR_C = -1
-
-
-def _mat_value(value: Any) -> Any:
-    """A Python scalar or str out of MATLAB's nested 1x1 cell/char/number wrappers."""
-    while isinstance(value, np.ndarray):
-        if value.size != 1:
-            raise ValueError(f"expected a single value, found an array of shape {value.shape}")
-        value = value.reshape(-1)[0]
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def _mat_record(value: Any, n_fields: int) -> list[Any]:
-    """The fields of one struct element or cell row, whichever layout the file uses."""
-    while (
-        isinstance(value, np.ndarray)
-        and value.size == 1
-        and (value.dtype == object or value.dtype.names)
-    ):
-        value = value.reshape(-1)[0]
-    if isinstance(value, np.void):
-        fields = [value[index] for index in range(len(value))]
-    elif isinstance(value, np.ndarray):
-        fields = list(value.reshape(-1))
-    else:
-        raise ValueError(f"expected a struct or cell of {n_fields} fields, found {type(value)}")
-    if len(fields) != n_fields:
-        raise ValueError(f"expected {n_fields} fields, found {len(fields)}")
-    return [_mat_value(field) for field in fields]
-
-
-def _load_mat(path: str | Path, keys: Sequence[str]) -> dict[str, np.ndarray]:
-    try:
-        contents = scipy.io.loadmat(str(path))
-    except FileNotFoundError as error:
-        raise DataFormatError(path, "file does not exist") from error
-    except (
-        scipy.io.matlab.MatReadError,
-        ValueError,
-        TypeError,
-        OSError,
-        NotImplementedError,
-    ) as error:
-        raise DataFormatError(path, f"not a readable MATLAB .mat file ({error})") from error
-    missing = [key for key in keys if key not in contents]
-    if missing:
-        raise DataFormatError(path, f"missing variables {missing}")
-    return {key: contents[key] for key in keys}
-
-
-def _pascal_votes(
-    consensus_path: str | Path, pairs: list[tuple[str, str, str]]
-) -> tuple[list[float], list[tuple[str, ...]]]:
-    """Per pair: the fraction of triplet votes for candidate a, and the triplets' references."""
-    triplets = _load_mat(consensus_path, ["triplets"])["triplets"].reshape(-1)
-    if not pairs or len(triplets) % len(pairs):
-        raise DataFormatError(
-            consensus_path, f"{len(triplets)} triplets do not split evenly over {len(pairs)} pairs"
-        )
-    per_pair = len(triplets) // len(pairs)
-    preferences, references = [], []
-    for index, (_, a, b) in enumerate(pairs):
-        votes_a, refs = 0, []
-        for offset in range(index * per_pair, (index + 1) * per_pair):
-            try:
-                ref, first, second, winner = _mat_record(triplets[offset], 4)
-                ref, first, second = ref.strip(), first.strip(), second.strip()
-            except (ValueError, AttributeError) as error:
-                raise DataFormatError(consensus_path, f"triplet {offset}: {error}") from error
-            if {first, second} != {a, b} or winner not in (VOTE_FOR_B, VOTE_FOR_C):
-                raise DataFormatError(
-                    consensus_path,
-                    f"triplet {offset} ({first!r} vs {second!r}, winner {winner!r}) does not "
-                    f"match pair {index} ({a!r} vs {b!r}) with a winner of 1 or -1",
-                )
-            chosen = first if winner == VOTE_FOR_B else second
-            votes_a += chosen == a
-            refs.append(ref)
-        preferences.append(votes_a / per_pair)
-        references.append(tuple(refs))
-    return preferences, references
-
-
-def read_pascal50s(
-    mat_path: str | Path,
-    references: Mapping[str, Sequence[str]] | None = None,
-    *,
-    consensus_path: str | Path | None = None,
-) -> list[PairJudgment]:
-    """PASCAL-50S caption pairs with the fraction of human votes preferring candidate a.
-
-    ``pair_pascal.mat`` holds ``new_input`` (per pair: image file name, caption
-    a, caption b), ``category`` (1..4 = HC, HI, HM, MM) and ``new_data`` (the
-    two captions' sources, unused here). The human votes live in
-    ``consensus_pascal.mat`` (default: beside ``mat_path``): ``triplets``, 48 per
-    pair in pair order, each (reference A, sentence B, sentence C, winner) where
-    winner 1 picks B and -1 picks C. References default to the triplets' A
-    sentences; pass ``references`` (image file name -> captions) to override them.
-    """
-    mat = _load_mat(mat_path, ["new_input", "category"])
-    pairs = []
-    for index, element in enumerate(mat["new_input"].reshape(-1)):
-        try:
-            image, a, b = (str(field).strip() for field in _mat_record(element, 3))
-        except ValueError as error:
-            raise DataFormatError(mat_path, f"new_input pair {index}: {error}") from error
-        pairs.append((image, a, b))
-    codes = mat["category"].reshape(-1)
-    if len(codes) != len(pairs):
-        raise DataFormatError(mat_path, f"{len(codes)} categories for {len(pairs)} pairs")
-    categories = []
-    for index, code in enumerate(codes):
-        if int(code) not in PASCAL_CATEGORIES:
-            raise DataFormatError(mat_path, f"pair {index} has category {code!r}, not 1..4")
-        categories.append(PASCAL_CATEGORIES[int(code)])
-
-    consensus_path = consensus_path or Path(mat_path).with_name(PASCAL_CONSENSUS_FILE)
-    preferences, vote_references = _pascal_votes(consensus_path, pairs)
-    judgments = []
-    for index, ((image, a, b), category) in enumerate(zip(pairs, categories, strict=True)):
-        if references is None:
-            image_refs = vote_references[index]
-        elif image in references:
-            image_refs = tuple(references[image])
-        else:
-            raise DataFormatError(mat_path, f"pair {index}: image {image!r} has no references")
-        judgments.append(PairJudgment(image, a, b, image_refs, preferences[index], category))
     return judgments
 
 

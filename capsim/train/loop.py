@@ -13,7 +13,7 @@ import logging
 import math
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import grain
 import jax
@@ -27,7 +27,18 @@ from capsim.train.checkpoint import BEST_DIR, CHECKPOINT_DIR, Checkpointer
 from capsim.train.writers import MetricWriter, Progress, save_config
 
 LossFn = Callable[[nnx.Module, Mapping[str, jax.Array], jax.Array], tuple[jax.Array, dict]]
-EvalFn = Callable[[nnx.Module], Mapping[str, float]]
+
+
+class PeriodicEval(Protocol):
+    """What the loop evaluates during training (capsim.eval.evaluators.Evaluators is one).
+
+    ``every``: steps between evaluations; ``during_training`` returns the numbers due
+    at ``step`` (``last`` is the final step), keyed like ``"dev/same_image_auc"``.
+    """
+
+    every: int
+
+    def during_training(self, model: nnx.Module, step: int, last: bool) -> Mapping[str, float]: ...
 
 
 @dataclasses.dataclass
@@ -114,15 +125,15 @@ def train_loop(
     model: nnx.Module,
     loss_fn: LossFn,
     train_data: grain.IterDataset,
-    evaluate: EvalFn | None = None,
+    evaluate: PeriodicEval | None = None,
 ) -> TrainResult:
     """Trains ``model`` in place, resuming from ``workdir/checkpoints`` when present.
 
-    Config keys used: seed, batch_size, num_steps, log_every, eval_every,
-    checkpoint_every, optimizer.*, early_stopping.{metric, mode, patience}.
-    With ``evaluate``, the model with the best ``early_stopping.metric`` is also
-    saved to ``workdir/best``; training stops after ``patience`` evaluations
-    without improvement (patience 0 disables stopping).
+    Config keys used: seed, batch_size, num_steps, log_every, checkpoint_every,
+    optimizer.*, early_stopping.{metric, mode, patience}. With ``evaluate``, the
+    model with the best ``early_stopping.metric`` is also saved to
+    ``workdir/best``; training stops after ``patience`` evaluations of that
+    metric without improvement (patience 0 disables stopping).
     """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -132,7 +143,8 @@ def train_loop(
 
     optimizer = nnx.Optimizer(model, make_optimizer(config), wrt=nnx.Param)
     checkpoints = Checkpointer(workdir / CHECKPOINT_DIR, max_to_keep=2)
-    best_checkpoints = Checkpointer(workdir / BEST_DIR, max_to_keep=1) if evaluate else None
+    every = evaluate.every if evaluate else 0
+    best_checkpoints = Checkpointer(workdir / BEST_DIR, max_to_keep=1) if every else None
     data_iter: Iterator = iter(train_data)
 
     step, best_metric, evals_without_gain = 0, None, 0
@@ -149,7 +161,7 @@ def train_loop(
     train_step = make_train_step(graphdef, loss_fn, mesh)
     base_key = jax.random.key(config.seed)
     writer = MetricWriter(workdir)
-    progress = Progress(config.num_steps, config.batch_size, first_step=step)
+    progress = Progress(config.num_steps, per_unit=config.batch_size, first=step)
     es = config.early_stopping
     stopped_early, last_loss, speeds = False, math.nan, []
 
@@ -181,14 +193,18 @@ def train_loop(
                     f"checkpoint (step {checkpoints.latest_step()}) is in "
                     f"{checkpoints.directory}. Try a lower learning rate or clip_norm."
                 )
-            speeds.append(progress.report(step, last_loss))
+            speeds.append(progress.report(step, final=done, loss=last_loss))
             writer.write(step, {f"train/{k}": v for k, v in scalars.items()})
-        if evaluate and (step % config.eval_every == 0 or done):
-            results = {k: float(v) for k, v in evaluate(local_model()).items()}
+        results = {}
+        if every and (step % every == 0 or done):
+            due = evaluate.during_training(local_model(), step, done)
+            results = {k: float(v) for k, v in due.items()}
+        if results:
             history.append({"step": step, **results})
             writer.write(step, results)
-            value = results[es.metric]
             logging.info("step %d eval %s", step, results)
+        if es.metric in results:
+            value = results[es.metric]
             if _improved(value, best_metric, es.mode):
                 best_metric, evals_without_gain = value, 0
                 sync_objects()

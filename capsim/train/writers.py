@@ -64,31 +64,46 @@ class MetricWriter:
 
 
 class Progress:
-    """One line per report: step, loss, examples/s and ETA, to stderr."""
+    """One line per report on stderr: done/total, named numbers, rate and ETA.
 
-    def __init__(self, total_steps: int, batch_size: int, first_step: int = 0):
-        self.total_steps = total_steps
-        self.batch_size = batch_size
-        self._last_step = first_step
+    Training: ``Progress(num_steps, per_unit=batch_size)`` prints
+    ``step 50/2462  loss 51.6211  155 ex/s  ETA 0:33:16``. Other long loops set
+    ``unit``/``item`` (``Progress(n, unit="images", item="images", prefix=...)``)
+    and ``min_interval_s`` to report at most that often.
+    """
+
+    def __init__(
+        self,
+        total: int,
+        *,
+        per_unit: int = 1,
+        first: int = 0,
+        unit: str = "step",
+        item: str = "ex",
+        prefix: str = "",
+        min_interval_s: float = 0.0,
+    ):
+        self.total, self.per_unit, self.unit, self.item = total, per_unit, unit, item
+        self.prefix, self.min_interval_s = prefix, min_interval_s
+        self._last_done = first
         self._last_time = time.perf_counter()
 
-    def report(self, step: int, loss: float) -> float:
-        """Prints the line and returns examples/s since the previous report."""
+    def report(self, done: int, final: bool = False, **numbers: float) -> float | None:
+        """Prints the line; returns items/s since the previous line (None when throttled)."""
         now = time.perf_counter()
-        steps = max(step - self._last_step, 1)
         seconds = max(now - self._last_time, 1e-9)
-        examples_per_s = steps * self.batch_size / seconds
-        eta = (self.total_steps - step) * seconds / steps
-        self._last_step, self._last_time = step, now
-        parts = [
-            f"step {step}/{self.total_steps}",
-            f"loss {loss:.4f}",
-            f"{examples_per_s:,.0f} ex/s",
-            f"ETA {_format_seconds(eta)}",
-        ]
+        if not final and seconds < self.min_interval_s:
+            return None
+        count = max(done - self._last_done, 1)
+        items_per_s = count * self.per_unit / seconds
+        eta = (self.total - done) * seconds / count
+        self._last_done, self._last_time = done, now
+        parts = [f"{self.prefix}{self.unit} {done}/{self.total}"]
+        parts += [f"{name} {value:.4f}" for name, value in numbers.items()]
+        parts += [f"{items_per_s:,.1f} {self.item}/s", f"ETA {_format_seconds(eta)}"]
         if is_main_process():
             print("  ".join(parts), file=sys.stderr, flush=True)
-        return examples_per_s
+        return items_per_s
 
 
 def _format_seconds(seconds: float) -> str:

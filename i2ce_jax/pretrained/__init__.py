@@ -156,7 +156,12 @@ def main(argv: list[str] | None = None) -> None:
     workdir = args.workdir or f"/tmp/i2ce_pretrained_{args.name}"
     out = args.out or str(PACKAGE_DIR / args.name)
     if not args.export_only:
-        from configs import i2ce_pretrained
+        try:
+            from configs import i2ce_pretrained
+        except ImportError as error:
+            raise SystemExit(
+                "configs/ is not importable: run the rebuild from the root of a clone"
+            ) from error
         from i2ce_jax.train import train_and_evaluate
 
         arg = ",".join(

@@ -29,13 +29,14 @@ import optax
 from flax import nnx
 
 from capsim.data import glove
+from capsim.data.corpus import CaptionSplit
 from capsim.data.pipeline import training_dataset
 from capsim.encoders import RNNEncoder, scan_rnn, zero_carry
-from capsim.eval.same_diff import make_dev_eval
+from capsim.eval.evaluators import Evaluators, Subject
 from capsim.text import EOS_ID
 from capsim.train.checkpoint import restore_model
 from capsim.train.loop import steps_for_epochs, train_loop
-from vtfn_jax.data import Split, VtfnData
+from vtfn_jax.data import VtfnData
 from vtfn_jax.embedders import TokenEmbedder
 
 EVAL_BATCH = 256
@@ -125,7 +126,7 @@ def _nll_batch(model, ids, mask, features):
     return token_nll(model, ids, mask, features)
 
 
-def perplexity(model: CaptionLanguageModel, split: Split, with_image: bool) -> float:
+def perplexity(model: CaptionLanguageModel, split: CaptionSplit, with_image: bool) -> float:
     """Per-token perplexity of a split's captions (with their images for PinModelA)."""
     corpus = split.corpus
     total, count = 0.0, 0.0
@@ -151,17 +152,14 @@ def text_embedder(model: CaptionLanguageModel, data: VtfnData) -> TokenEmbedder:
     return TokenEmbedder(model, data.vocab, _embed_text)
 
 
-def make_lm_dev_eval(data: VtfnData, config: ml_collections.ConfigDict, with_image: bool):
-    """Dev same-image AUC/Pearson of the text embedding (for model selection) and dev perplexity."""
-    dev = data.splits["dev"]
-    same_image = make_dev_eval(
-        dev.corpus.texts_by_image(), lambda m: text_embedder(m, data).embed, config.seed
+def subject_of(model: CaptionLanguageModel, data: VtfnData, with_image: bool) -> Subject:
+    """The language model as the evaluators see it: text embedding and dev perplexity."""
+    return Subject(
+        embed=text_embedder(model, data).embed,
+        perplexity=lambda split: perplexity(model, split, with_image),
+        splits=data.splits,
+        world=data.world,
     )
-
-    def evaluate(model: CaptionLanguageModel) -> dict[str, float]:
-        return {**same_image(model), "dev/perplexity": perplexity(model, dev, with_image)}
-
-    return evaluate
 
 
 def build_language_model(
@@ -183,7 +181,7 @@ def build_language_model(
     )
 
 
-def make_example_fn(split: Split, with_image: bool):
+def make_example_fn(split: CaptionSplit, with_image: bool):
     corpus = split.corpus
 
     def make_example(row: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -205,15 +203,15 @@ def _train(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, wit
         seed=config.seed,
     )
     model = build_language_model(config, data, with_image)
-    evaluate = make_lm_dev_eval(data, config, with_image)
-    result = train_loop(config, workdir, model, make_lm_loss(with_image), dataset, evaluate)
+    evaluators = Evaluators(config.evals, lambda m: subject_of(m, data, with_image))
+    result = train_loop(config, workdir, model, make_lm_loss(with_image), dataset, evaluators)
     restore_model(workdir, model)
     metric = config.early_stopping.metric
     # A resumed, already finished run has no history of its own, hence the default.
     best = next((e for e in result.eval_history if e[metric] == result.best_metric), {})
     summary = {
         **result.summary(),
-        "dev_perplexity": best.get("dev/perplexity"),
+        "dev_perplexity": best.get("dev_perplexity/perplexity"),
         "last_train_loss": result.last_loss,
     }
     return text_embedder(model, data), None, summary
