@@ -40,6 +40,7 @@ from results_md import update_section
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 RESULTS_JSON = BENCH_DIR / "results" / "i2ce_flickr8k_expert.json"
+PLOT_DIR = BENCH_DIR / "results"
 SECTION = "## I2CE on Flickr8k-Expert"
 CONFIG = "configs/i2ce_coco_margin.py"  # any i2ce_coco_* file: the loss is an argument
 
@@ -52,6 +53,7 @@ VARIANTS = {
     "I2CE-nce": "loss=infonce",
 }
 PRETRAINED = {"I2CE-pretrained": "base", "I2CE-pretrained-large": "large"}
+PLOTTED_MODEL = "I2CE-pretrained"  # drawn against CIDEr in the plots, when scored in this run
 POOLING_MODEL = "I2CE-margin-mean"
 POOLINGS = [f"top-{k}" for k in range(1, 6)]
 
@@ -158,14 +160,15 @@ def main() -> None:
     if args.pretrained:
         for name, model in PRETRAINED.items():
             scorers[name] = lambda m=model: I2CEScorer.pretrained(m)
-    pooling = {}
+    pooling, pooling_plotted = {}, {}
     for name, load in scorers.items():
         result = load().score(pairs.gts, pairs.res)
         scores[name] = pool_similarities(np.nan_to_num(result.similarities), result.mask, "top-3")
-        if name == POOLING_MODEL:
+        if name in (POOLING_MODEL, PLOTTED_MODEL):
+            curve = pooling if name == POOLING_MODEL else pooling_plotted
             for mode in POOLINGS:
                 per_pair = pool_similarities(np.nan_to_num(result.similarities), result.mask, mode)
-                pooling[mode.replace("top", "max")] = judgment_harness.tau_c_table(
+                curve[mode.replace("top", "max")] = judgment_harness.tau_c_table(
                     pairs, {mode: per_pair}
                 )[mode]
 
@@ -184,6 +187,8 @@ def main() -> None:
         runs.update({k: v for k, v in merged.get("runs", {}).items() if k not in runs})
     command = " ".join(["python", *sys.argv]).replace(str(data_dir), "../shared/data")
     result = {"command": command, "rows": len(pairs.human), "tau_c": tau_c, "pooling": pooling}
+    if pooling_plotted:
+        result["pooling_pretrained"] = pooling_plotted
     if runs:
         result["runs"] = runs
     out_json = RESULTS_JSON.with_name(
@@ -232,7 +237,34 @@ def main() -> None:
     if run_rows:
         section += "\nRuns (dev AUC: held-out caption images; train s: wall time of the run):\n\n"
         section += format_table(run_rows, list(run_rows[0])) + "\n"
+    if PLOTTED_MODEL in scores and not args.tag:
+        section += plots(pairs, scores, tau_c, pooling_plotted)
     update_section(title, section)
+
+
+def plots(pairs, scores: dict, tau_c: dict, pooling_curve: dict) -> str:
+    """PNGs under bench/results/ (I2CE and CIDEr against the experts, metric correlations,
+    the pooling curve) and the markdown that shows them."""
+    from capsim import viz
+    from capsim.eval.correlation import correlation_matrix
+
+    shown = {PLOTTED_MODEL: scores[PLOTTED_MODEL], "CIDEr": scores["CIDEr"]}
+    rows = {name: per_pair[pairs.pair_of_rating] for name, per_pair in shown.items()}
+    viz.metric_vs_human(pairs.human, rows, PLOT_DIR / "i2ce_vs_cider_expert.png", statistic=tau_c)
+    per_row = {name: per_pair[pairs.pair_of_rating] for name, per_pair in scores.items()}
+    names, matrix = correlation_matrix(per_row)
+    viz.correlation_heatmap(
+        100 * matrix,
+        names,
+        PLOT_DIR / "metric_correlations_expert.png",
+        title="Kendall τc × 100 between metrics (Flickr8k-Expert rows)",
+    )
+    viz.pooling_curve(pooling_curve, PLOT_DIR / "pooling_curve_pretrained.png")
+    return (
+        "\n![I2CE and CIDEr against the expert scores](results/i2ce_vs_cider_expert.png)\n\n"
+        "![Kendall τc between metrics, over the rating rows](results/metric_correlations_expert.png)\n\n"
+        f"![Pooling of the reference similarities, {PLOTTED_MODEL}](results/pooling_curve_pretrained.png)\n"
+    )
 
 
 if __name__ == "__main__":

@@ -194,6 +194,7 @@ def train_loop(
                     f"{checkpoints.directory}. Try a lower learning rate or clip_norm."
                 )
             speeds.append(progress.report(step, final=done, loss=last_loss))
+            scalars["examples_per_second"] = speeds[-1]
             writer.write(step, {f"train/{k}": v for k, v in scalars.items()})
         results = {}
         if every and (step % every == 0 or done):
