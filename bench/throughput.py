@@ -58,7 +58,7 @@ from capsim import text
 from capsim.eval.ngram import Bleu, CiderD
 from capsim.train import mesh as mesh_lib
 from capsim.train.loop import make_optimizer, make_train_step
-from configs import common
+from configs import i2ce_common, vtfn_common
 from i2ce_jax import model as i2ce_model
 from i2ce_jax.scorer import I2CEScorer
 from vtfn_jax import model as vtfn_model
@@ -85,9 +85,9 @@ BLEU_ORDER = 4
 
 # name -> the model's real training config.
 TRAINING_MODELS: dict[str, Callable[[], ml_collections.ConfigDict]] = {
-    "VTFN-BOW": lambda: common.vtfn_config(None, encoder="bow_sum", source="files"),
-    "VTFN-GRU": lambda: common.vtfn_config(None, encoder="gru", source="files"),
-    "I2CE (margin)": lambda: common.i2ce_files_config(None, loss="margin"),
+    "VTFN-BOW": lambda: vtfn_common.vtfn_config(None, encoder="bow_sum", source="files"),
+    "VTFN-GRU": lambda: vtfn_common.vtfn_config(None, encoder="gru", source="files"),
+    "I2CE (margin)": lambda: i2ce_common.coco_config(None, loss="margin"),
 }
 
 HostBatch = dict[str, np.ndarray]
@@ -293,7 +293,7 @@ def untrained_scorer(gts: Mapping, res: Mapping, width: int | None = None) -> I2
         c for cands in res.values() for c in cands
     ]
     vocab = text.Vocab.build(text.tokenize(c) for c in captions)
-    config = common.i2ce_files_config(None, loss="margin")
+    config = i2ce_common.coco_config(None, loss="margin")
     if width:
         config.model.embed_dim = config.model.hidden_dim = width
     model = i2ce_model.build_model(config, len(vocab))

@@ -2,13 +2,13 @@
 
     python -m vtfn_jax.train --config=configs/baseline_glove_nr.py:data_dir=/data --workdir=...
 
-See configs.common.baseline_config.
+See configs.vtfn_common.baseline_config.
 """
 
 import ml_collections
 
-from configs import common
+from configs import vtfn_common
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    return common.baseline_config(arg, kind="glove_avg", source="files", restricted=False)
+    return vtfn_common.baseline_config(arg, kind="glove_avg", source="files", restricted=False)

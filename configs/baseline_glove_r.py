@@ -4,13 +4,13 @@
 
 Uses the offline glove.6B.50d package by default (``glove=`` a glove.*.txt path
 for another file); add ``source=shapes_world`` for the embedded world. See
-configs.common.baseline_config.
+configs.vtfn_common.baseline_config.
 """
 
 import ml_collections
 
-from configs import common
+from configs import vtfn_common
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    return common.baseline_config(arg, kind="glove_avg", source="files", restricted=True)
+    return vtfn_common.baseline_config(arg, kind="glove_avg", source="files", restricted=True)

@@ -2,13 +2,13 @@
 
     python -m vtfn_jax.train --config=configs/baseline_pin_model_a.py:data_dir=/data,features=/data/inception --workdir=...
 
-Evaluated on its text-only embedding (no image). See configs.common.baseline_config.
+Evaluated on its text-only embedding (no image). See configs.vtfn_common.baseline_config.
 """
 
 import ml_collections
 
-from configs import common
+from configs import vtfn_common
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    return common.baseline_config(arg, kind="pin_model_a", source="files")
+    return vtfn_common.baseline_config(arg, kind="pin_model_a", source="files")

@@ -2,13 +2,13 @@
 
     python -m vtfn_jax.train --config=configs/baseline_word2vec.py:data_dir=/data,extra_flickr8k=flickr8k --workdir=...
 
-Needs gensim (the [baselines] extra). See configs.common.baseline_config.
+Needs gensim (the [baselines] extra). See configs.vtfn_common.baseline_config.
 """
 
 import ml_collections
 
-from configs import common
+from configs import vtfn_common
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    return common.baseline_config(arg, kind="word2vec", source="files")
+    return vtfn_common.baseline_config(arg, kind="word2vec", source="files")

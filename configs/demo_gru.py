@@ -5,8 +5,14 @@ python -m vtfn_jax.train --config=configs/demo_gru.py --workdir=/tmp/vtfn_demo_g
 
 import ml_collections
 
-from configs import common
+from configs import vtfn_common
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    return common.vtfn_config(arg, encoder="gru", source="shapes_world", epochs=30.0)
+    # Data: the shapes world; same/diff, retrieval and its own pairs.
+    config, arg = vtfn_common.run(arg, source="shapes_world", epochs=30.0)
+    # Model: text tower = a GRU's final state (N = dim), affine image map W.
+    config.model = vtfn_common.text_tower(arg, encoder="gru")
+    # Loss: Pearson over correct and shuffled caption-image pairs (:loss=... for the others).
+    config.loss = vtfn_common.loss(arg)
+    return config

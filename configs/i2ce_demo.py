@@ -12,7 +12,7 @@ rule-based quality), while InfoNCE reaches dev AUC 98 and τc 62.
 
 import ml_collections
 
-from configs import common
+from configs import common, i2ce_common
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
@@ -27,7 +27,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         max_vocab=0,
     )
     config.model = dict(embed_dim=64, hidden_dim=128, dropout=0.0, glove="", embed_std=1.0)
-    config.loss = common.i2ce_loss(arg.loss)
+    config.loss = i2ce_common.branch(arg.loss)
     config.num_epochs = 6.0
     config.batch_size = 64
     config.log_every = 25

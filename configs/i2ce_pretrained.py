@@ -6,13 +6,13 @@ trains this config (``:model=base``) and exports its encoder into the package.
 Flickr8k captions stay out (their licence is research-only). The variant
 (InfoNCE) and the sizes were chosen on held-out COCO captions (same-image AUC),
 never on human judgments: see i2ce_jax/pretrained/MODEL_CARD.md. Other
-arguments are those of configs.common.i2ce_files_config (``runlocal`` for a
+arguments are those of configs.i2ce_common.parse (``runlocal`` for a
 smoke run).
 """
 
 import ml_collections
 
-from configs import common
+from configs import i2ce_common
 
 LOSS = "infonce"
 EPOCHS = 8.0
@@ -31,4 +31,4 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         raise KeyError(f"unknown pretrained model {name!r}; known: {sorted(MODELS)}")
     sizes = [f"{key}={value}" for key, value in MODELS[name].items()]
     defaults = [f"epochs={EPOCHS}", "flickr8k=False", *sizes]
-    return common.i2ce_files_config(",".join(defaults + items), loss=LOSS)
+    return i2ce_common.coco_config(",".join(defaults + items), loss=LOSS)

@@ -8,7 +8,7 @@ Grid arguments choose a sub-grid; each takes one value or several joined by
 ``+``: ``encoder`` (bow_sum, bow_mean, gru, lstm, cnn), ``loss`` (pearson,
 covariance, kendall, rank, margin, triplet, or any other capsim.losses name)
 and ``dataset`` (shapes_world, files). Every other argument goes to
-``common.vtfn_config`` (data_dir, features, epochs, runlocal, ...) and applies
+``vtfn_common.vtfn_config`` (data_dir, features, epochs, runlocal, ...) and applies
 to all jobs. ``get_config`` returns the config of the grid's first job, so a
 job started by ``launch.sweep`` (which narrows each grid argument to one value)
 gets exactly the config ``vtfn_config`` builds for it.
@@ -20,7 +20,7 @@ plain ``config.loss.name`` override.
 
 import ml_collections
 
-from configs import common
+from configs import vtfn_common
 
 ENCODERS = ("bow_sum", "bow_mean", "gru", "lstm", "cnn")
 LOSSES = ("pearson", "covariance", "kendall", "rank", "margin", "triplet")
@@ -46,7 +46,7 @@ def _split_arg(arg: str | None) -> tuple[dict[str, tuple[str, ...]], str]:
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     grid, rest = _split_arg(arg)
-    return common.vtfn_config(
+    return vtfn_common.vtfn_config(
         rest, encoder=grid["encoder"][0], source=grid["dataset"][0], loss=grid["loss"][0]
     )
 

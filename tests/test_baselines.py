@@ -17,7 +17,7 @@ from capsim import text
 from capsim.data import glove
 from capsim.data.records import CaptionRecord
 from capsim.errors import CheckpointError
-from configs import common
+from configs import vtfn_common
 from vtfn_jax import train
 from vtfn_jax.baselines import KINDS
 from vtfn_jax.baselines.glove_average import WordAverageEmbedder, glove_embedder
@@ -90,7 +90,7 @@ def assert_finite_same_diff(results: dict) -> None:
 
 
 def test_every_config_builds_its_kind_with_vtfn_data_and_eval_keys():
-    vtfn = common.vtfn_config("runlocal", encoder="gru", source="files")
+    vtfn = vtfn_common.vtfn_config("runlocal", encoder="gru", source="files")
     for name, kind in CONFIGS.items():
         config = baseline(name, "runlocal")
         assert config.model.kind == kind and kind in train.KINDS
@@ -112,7 +112,7 @@ def test_config_arguments_are_checked_per_kind():
     with pytest.raises(KeyError, match="loss"):
         baseline("pure_text_rnn", "loss=kendall")
     with pytest.raises(KeyError, match="unknown baseline kind 'bert'"):
-        common.baseline_config(None, kind="bert", source="files")
+        vtfn_common.baseline_config(None, kind="bert", source="files")
 
 
 @requires_glove

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from configs import common, sweep_vtfn
+from configs import sweep_vtfn, vtfn_common
 from launch import sweep
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,7 +49,7 @@ def test_sub_grid_jobs_get_the_config_vtfn_config_builds():
     assert job.overrides == {"loss.name": "rank"}
     config = module.get_config(job.config_arg)
     config.loss.name = job.overrides["loss.name"]
-    expected = common.vtfn_config("epochs=2", encoder="gru", source="files", loss="rank")
+    expected = vtfn_common.vtfn_config("epochs=2", encoder="gru", source="files", loss="rank")
     assert config.to_dict() == expected.to_dict()
 
 
