@@ -25,10 +25,7 @@ PANEL_SIZE = 4.0
 
 
 def _pyplot():
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=False)
+    try:  # matplotlib picks a headless backend by itself; notebooks keep their inline one
         import matplotlib.pyplot as plt
     except ImportError as error:
         raise ImportError("plots need matplotlib: pip install -e '.[viz]'") from error

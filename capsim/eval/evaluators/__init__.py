@@ -77,7 +77,8 @@ class Evaluators:
         results = {}
         for name, evaluator in due.items():
             for key, value in (evaluator(subject) or {}).items():
-                results[f"{name}/{key}"] = value
+                if isinstance(value, int | float):  # scalars only: the loop logs and compares them
+                    results[f"{name}/{key}"] = value
         return results
 
     def report(self, subject: Subject, names: Sequence[str] | None = None) -> dict[str, Any]:
