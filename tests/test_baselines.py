@@ -10,7 +10,7 @@ import ml_collections
 import numpy as np
 import optax
 import pytest
-from conftest import requires_glove
+from conftest import requires_gensim, requires_glove
 from flax import nnx
 
 from capsim import text
@@ -173,8 +173,8 @@ def w2v_config(tmp_path, **model) -> ml_collections.ConfigDict:
     return config
 
 
+@requires_gensim
 def test_word2vec_is_deterministic_and_round_trips(tmp_path):
-    pytest.importorskip("gensim", reason="gensim is the [baselines] extra")
     data = tiny_data()
     config = w2v_config(tmp_path, w2v_epochs=3)
     first, _, summary = train_word2vec(config, tmp_path / "a", data)
@@ -192,8 +192,8 @@ def test_word2vec_is_deterministic_and_round_trips(tmp_path):
     assert not np.allclose(third.embed(sentences[:1]), first.embed(sentences[:1]))
 
 
+@requires_gensim
 def test_word2vec_bad_algorithm_and_missing_vectors(tmp_path):
-    pytest.importorskip("gensim", reason="gensim is the [baselines] extra")
     with pytest.raises(ValueError, match=r"w2v_algorithm.*'glove'"):
         train_word2vec(w2v_config(tmp_path, w2v_algorithm="glove"), tmp_path, tiny_data())
     with pytest.raises(CheckpointError, match=r"word2vec\.kv"):
@@ -300,10 +300,14 @@ def test_pin_model_a_text_embedding_ignores_images_and_training_uses_them():
 # ---------------------------------------------------------------- the harness, on COCO
 
 
-@pytest.mark.parametrize("name", ["glove_r", "word2vec"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param("glove_r", marks=requires_glove),
+        pytest.param("word2vec", marks=requires_gensim),
+    ],
+)
 def test_word_vector_baselines_train_and_evaluate(name, shared_data, tmp_path):
-    if name == "word2vec":
-        pytest.importorskip("gensim", reason="gensim is the [baselines] extra")
     config = coco_config(name, shared_data)
     results = train.train_and_evaluate(config, tmp_path)
     assert_finite_same_diff(results)

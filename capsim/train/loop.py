@@ -113,10 +113,52 @@ def make_train_step(graphdef: nnx.GraphDef, loss_fn: LossFn, mesh: jax.sharding.
     )
 
 
-def _improved(value: float, best: float | None, mode: str) -> bool:
-    if best is None:
-        return True
-    return value > best if mode == "max" else value < best
+@dataclasses.dataclass
+class EarlyStopping:
+    """Tracks the best value of ``metric`` and the evaluations since it improved.
+
+    Its state rides in each checkpoint's metadata, so a resumed run stops
+    exactly where an uninterrupted one would.
+    """
+
+    metric: str
+    mode: str = "max"
+    patience: int = 0  # evaluations without a gain before stopping; 0 never stops
+    best: float | None = None
+    evals_without_gain: int = 0
+
+    def update(self, value: float) -> bool:
+        """Records one evaluation; True when it is the best so far."""
+        improved = self.best is None or (
+            value > self.best if self.mode == "max" else value < self.best
+        )
+        if improved:
+            self.best, self.evals_without_gain = value, 0
+        else:
+            self.evals_without_gain += 1
+        return improved
+
+    @property
+    def should_stop(self) -> bool:
+        return bool(self.patience) and self.evals_without_gain >= self.patience
+
+    def meta(self) -> dict[str, Any]:
+        return {"best_metric": self.best, "evals_without_gain": self.evals_without_gain}
+
+    def restore(self, meta: Mapping[str, Any]) -> None:
+        self.best = meta.get("best_metric")
+        self.evals_without_gain = meta.get("evals_without_gain", 0)
+
+
+def _check_finite(loss: float, step: int, checkpoints: Checkpointer) -> None:
+    """Stops a diverged run, naming the step and the last good checkpoint."""
+    if not np.isfinite(loss):
+        checkpoints.wait()
+        raise FloatingPointError(
+            f"loss became {loss} at step {step}; stopping. The last good "
+            f"checkpoint (step {checkpoints.latest_step()}) is in "
+            f"{checkpoints.directory}. Try a lower learning rate or clip_norm."
+        )
 
 
 def train_loop(
@@ -147,13 +189,13 @@ def train_loop(
     best_checkpoints = Checkpointer(workdir / BEST_DIR, max_to_keep=1) if every else None
     data_iter: Iterator = iter(train_data)
 
-    step, best_metric, evals_without_gain = 0, None, 0
-    history: list[dict[str, float]] = []
+    es = config.early_stopping
+    stopping = EarlyStopping(es.metric, es.mode, es.patience)
+    step = 0
     if checkpoints.latest_step() is not None:
         meta = checkpoints.restore(model=model, optimizer=optimizer, data_iterator=data_iter)
         step = meta["step"]
-        best_metric = meta.get("best_metric")
-        evals_without_gain = meta.get("evals_without_gain", 0)
+        stopping.restore(meta)
         logging.info("resumed from %s at step %d", checkpoints.directory, step)
 
     graphdef, state = nnx.split((model, optimizer))
@@ -162,8 +204,8 @@ def train_loop(
     base_key = jax.random.key(config.seed)
     writer = MetricWriter(workdir)
     progress = Progress(config.num_steps, per_unit=config.batch_size, first=step)
-    es = config.early_stopping
-    stopped_early, last_loss, speeds = False, math.nan, []
+    history: list[dict[str, float]] = []
+    last_loss, speeds = math.nan, []
 
     def sync_objects() -> None:
         """Global (replicated) arrays into the live objects, for checkpointing."""
@@ -175,10 +217,7 @@ def train_loop(
         eval_model.eval()
         return eval_model
 
-    def meta() -> dict[str, Any]:
-        return {"best_metric": best_metric, "evals_without_gain": evals_without_gain}
-
-    while step < config.num_steps:
+    while step < config.num_steps and not stopping.should_stop:  # a stopped run stays stopped
         batch = mesh_lib.global_batch(next(data_iter), mesh)
         state, metrics = train_step(state, batch, jax.random.fold_in(base_key, step))
         step += 1
@@ -186,13 +225,7 @@ def train_loop(
         if step % config.log_every == 0 or done:
             scalars = {k: float(v) for k, v in mesh_lib.to_local(metrics).items()}
             last_loss = scalars["loss"]
-            if not np.isfinite(last_loss):
-                checkpoints.wait()
-                raise FloatingPointError(
-                    f"loss became {last_loss} at step {step}; stopping. The last good "
-                    f"checkpoint (step {checkpoints.latest_step()}) is in "
-                    f"{checkpoints.directory}. Try a lower learning rate or clip_norm."
-                )
+            _check_finite(last_loss, step, checkpoints)
             speeds.append(progress.report(step, final=done, loss=last_loss))
             scalars["examples_per_second"] = speeds[-1]
             writer.write(step, {f"train/{k}": v for k, v in scalars.items()})
@@ -204,23 +237,21 @@ def train_loop(
             history.append({"step": step, **results})
             writer.write(step, results)
             logging.info("step %d eval %s", step, results)
-        if es.metric in results:
-            value = results[es.metric]
-            if _improved(value, best_metric, es.mode):
-                best_metric, evals_without_gain = value, 0
-                sync_objects()
-                best_checkpoints.save(step, model=model, meta={es.metric: value})
-                best_checkpoints.wait()
-            else:
-                evals_without_gain += 1
-                stopped_early = bool(es.patience) and evals_without_gain >= es.patience
-        if step % config.checkpoint_every == 0 or done or stopped_early:
+        if es.metric in results and stopping.update(results[es.metric]):
+            sync_objects()
+            best_checkpoints.save(step, model=model, meta={es.metric: results[es.metric]})
+            best_checkpoints.wait()
+        if step % config.checkpoint_every == 0 or done or stopping.should_stop:
             sync_objects()
             checkpoints.save(
-                step, model=model, optimizer=optimizer, data_iterator=data_iter, meta=meta()
+                step,
+                model=model,
+                optimizer=optimizer,
+                data_iterator=data_iter,
+                meta=stopping.meta(),
             )
             checkpoints.wait()
-        if stopped_early:
+        if stopping.should_stop:
             logging.info("early stopping at step %d: %s did not improve", step, es.metric)
             break
 
@@ -233,8 +264,8 @@ def train_loop(
     return TrainResult(
         step=step,
         eval_history=history,
-        best_metric=best_metric,
-        stopped_early=stopped_early,
+        best_metric=stopping.best,
+        stopped_early=stopping.should_stop,
         last_loss=last_loss,
         examples_per_second=float(np.median(speeds)) if speeds else math.nan,
         metric_name=es.metric,
