@@ -146,10 +146,10 @@ def embedding_map(
         points = axis.scatter(xy[:, 0], xy[:, 1], c=colours, cmap="tab10", s=8, alpha=0.7)
         axis.set(title=model, xticks=[], yticks=[])
     handles = points.legend_elements()[0]
-    figure.legend(handles, names, loc="lower center", ncol=min(len(names), 8), frameon=False)
+    figure.legend(handles, names, loc="lower center", ncol=min(len(names), 6), frameon=False)
     if title:
         figure.suptitle(title)
-    figure.tight_layout(rect=(0, 0.08, 1, 1))
+    figure.tight_layout(rect=(0, 0.12, 1, 1))
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         figure.savefig(path, dpi=110)
