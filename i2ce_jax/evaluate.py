@@ -28,10 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from capsim.errors import CapsimError
 from capsim.eval.correlation import format_table
 from capsim.eval.judgment_harness import SETS, evaluate_judgments, load_set
-from capsim.train.writers import setup_logging
+from capsim.train.entry import run_command
 from i2ce_jax.score import write_atomically
 from i2ce_jax.scorer import I2CEScorer
 
@@ -94,11 +93,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cli() -> None:
-    setup_logging()
-    try:
-        sys.exit(main())
-    except CapsimError as error:
-        sys.exit(f"i2ce_jax.evaluate: error: {error}")
+    run_command(main, "i2ce_jax.evaluate")
 
 
 if __name__ == "__main__":

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from capsim.data.captions import read_candidates_json, read_references_json
-from capsim.errors import CapsimError, CaptionError
-from capsim.train.writers import setup_logging
+from capsim.errors import CaptionError
+from capsim.train.entry import run_command
 from i2ce_jax.scorer import I2CEScorer
 
 
@@ -104,11 +104,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def cli() -> None:
-    setup_logging()
-    try:
-        sys.exit(main())
-    except CapsimError as error:
-        sys.exit(f"i2ce_jax.score: error: {error}")
+    run_command(main, "i2ce_jax.score")
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -9,6 +10,7 @@ import ml_collections
 from absl import app, flags
 from ml_collections import config_flags
 
+from capsim.errors import CapsimError
 from capsim.train.writers import setup_logging
 
 
@@ -32,3 +34,12 @@ def run_training_cli(
         train_and_evaluate(config.value, workdir.value)
 
     app.run(main)
+
+
+def run_command(main: Callable[[], int], prog: str) -> None:
+    """Runs a command-line ``main``: quiet logs, and bad input as one clear line (exit 1)."""
+    setup_logging()
+    try:
+        sys.exit(main())
+    except CapsimError as error:
+        sys.exit(f"{prog}: error: {error}")
