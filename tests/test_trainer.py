@@ -98,6 +98,26 @@ def test_resume_continues_exactly(tmp_path):
     np.testing.assert_allclose(resumed.last_loss, full.last_loss, rtol=1e-6)
 
 
+def test_resume_after_a_kill_logs_each_step_once(tmp_path):
+    run(tiny_config(num_steps=40), tmp_path)  # checkpoints at 20 and 40
+    metrics = tmp_path / "metrics.jsonl"
+    # A kill after logging step 45 but before the checkpoint at 60 leaves rows past 40.
+    with metrics.open("a") as log:
+        log.write(json.dumps({"step": 45, "train/loss": 123.0}) + "\n")
+    _, resumed = run(tiny_config(), tmp_path)
+    steps = [json.loads(line)["step"] for line in metrics.read_text().splitlines()]
+    loss_steps = [
+        s
+        for s, line in zip(steps, metrics.read_text().splitlines(), strict=True)
+        if "train/loss" in line
+    ]
+    assert resumed.step == 60
+    assert loss_steps == list(range(5, 61, 5))  # every logged step once, none twice
+    assert 123.0 not in [
+        json.loads(line).get("train/loss") for line in metrics.read_text().splitlines()
+    ]
+
+
 def test_restore_into_fresh_model(tmp_path):
     model, _ = run(tiny_config(), tmp_path, dev_eval)
     fresh = Regressor(nnx.Rngs(123))

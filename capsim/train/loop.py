@@ -202,7 +202,7 @@ def train_loop(
     state = mesh_lib.replicate(state, mesh)
     train_step = make_train_step(graphdef, loss_fn, mesh)
     base_key = jax.random.key(config.seed)
-    writer = MetricWriter(workdir)
+    writer = MetricWriter(workdir, resume_step=step)
     progress = Progress(config.num_steps, per_unit=config.batch_size, first=step)
     history: list[dict[str, float]] = []
     last_loss, speeds = math.nan, []

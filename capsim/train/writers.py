@@ -33,10 +33,31 @@ def load_config(workdir: str | Path) -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict(json.loads(path.read_text()))
 
 
-class MetricWriter:
-    """TensorBoard scalars (tensorboardX) plus a line-per-record metrics.jsonl."""
+def _drop_rows_after(path: Path, step: int) -> int:
+    """Rewrites metrics.jsonl without the rows past ``step`` (atomically); returns how many.
 
-    def __init__(self, workdir: str | Path):
+    A run killed between a log line and its next checkpoint resumes from that
+    checkpoint and logs those steps again; dropping them keeps one row per step.
+    """
+    if not path.exists():
+        return 0
+    lines = path.read_text().splitlines(keepends=True)
+    kept = [line for line in lines if not line.strip() or json.loads(line)["step"] <= step]
+    if len(kept) < len(lines):
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(kept))
+        tmp.replace(path)
+    return len(lines) - len(kept)
+
+
+class MetricWriter:
+    """TensorBoard scalars (tensorboardX) plus a line-per-record metrics.jsonl.
+
+    ``resume_step``: the step a resumed run restarts from; rows logged past it
+    by the interrupted run are dropped, so every step is logged once.
+    """
+
+    def __init__(self, workdir: str | Path, resume_step: int = 0):
         self._enabled = is_main_process()
         self._jsonl = None
         self._tb = None
@@ -44,7 +65,16 @@ class MetricWriter:
             from tensorboardX import SummaryWriter
 
             Path(workdir).mkdir(parents=True, exist_ok=True)
-            self._jsonl = open(Path(workdir) / "metrics.jsonl", "a")  # noqa: SIM115
+            metrics = Path(workdir) / "metrics.jsonl"
+            dropped = _drop_rows_after(metrics, resume_step)
+            if dropped:
+                logging.getLogger(__name__).warning(
+                    "%s: dropped %d rows logged after step %d by the interrupted run",
+                    metrics,
+                    dropped,
+                    resume_step,
+                )
+            self._jsonl = open(metrics, "a")  # noqa: SIM115
             self._tb = SummaryWriter(str(Path(workdir) / "tensorboard"))
 
     def write(self, step: int, scalars: Mapping[str, float]) -> None:
