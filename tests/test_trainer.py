@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
+import shutil
+from pathlib import Path
 
 import jax.numpy as jnp
 import ml_collections
@@ -116,6 +119,41 @@ def test_resume_after_a_kill_logs_each_step_once(tmp_path):
     assert 123.0 not in [
         json.loads(line).get("train/loss") for line in metrics.read_text().splitlines()
     ]
+
+
+def _damage(checkpoint: Path, how: str) -> None:
+    """Garbage bytes, a file cut short, or a missing folder in a saved checkpoint."""
+    data_files = sorted(
+        p for p in (checkpoint / "model").rglob("*") if p.is_file() and p.stat().st_size
+    )
+    if how == "garbage":
+        for path in data_files:
+            path.write_bytes(b"\x00garbage" * 7)
+    elif how == "truncated":
+        for path in data_files:
+            path.write_bytes(path.read_bytes()[: path.stat().st_size // 3])
+    else:
+        shutil.rmtree(checkpoint / "model")
+
+
+@pytest.mark.parametrize("how", ["garbage", "truncated", "missing"])
+def test_damaged_newest_checkpoint_falls_back_to_the_previous(tmp_path, how, caplog):
+    _, full = run(tiny_config(), tmp_path / "full")
+    run(tiny_config(num_steps=40), tmp_path / "split")  # checkpoints at 20 and 40
+    _damage(tmp_path / "split" / "checkpoints" / "40", how)
+    with caplog.at_level(logging.WARNING):
+        _, resumed = run(tiny_config(), tmp_path / "split")
+    assert "checkpoint step 40" in caplog.text and "restored step 20" in caplog.text
+    assert resumed.step == 60
+    np.testing.assert_allclose(resumed.last_loss, full.last_loss, rtol=1e-6)
+
+
+def test_no_usable_checkpoint_is_an_error_naming_the_folder(tmp_path):
+    run(tiny_config(num_steps=40), tmp_path)
+    for step in ("20", "40"):
+        _damage(tmp_path / "checkpoints" / step, "missing")
+    with pytest.raises(CheckpointError, match=r"checkpoints holds checkpoints but none is usable"):
+        run(tiny_config(), tmp_path)
 
 
 def test_restore_into_fresh_model(tmp_path):

@@ -9,6 +9,7 @@ optimizer. Restores go into abstract (shape/dtype) targets built from the config
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -96,6 +97,51 @@ class Checkpointer:
             nnx.replace_by_pure_dict(opt_state, restored["optimizer"])
             nnx.update(optimizer, opt_state)
         return dict(restored["meta"])
+
+    def restore_newest_usable(self, **objects: Any) -> dict[str, Any]:
+        """Restores the newest checkpoint that reads back, falling back past damaged ones.
+
+        Each skipped checkpoint is logged with the reason. When checkpoints exist
+        but none is usable, raises CheckpointError naming the directory: a run
+        never silently starts again from step 0 over a workdir that had them.
+        """
+        failures, damaged = [], []
+        for step in sorted(self._manager.all_steps(), reverse=True):
+            try:
+                meta = self.restore(step=step, **objects)
+            except CheckpointError as error:
+                failures.append(f"step {step}: {error}")
+                damaged.append(step)
+                logging.warning(
+                    "checkpoint step %d in %s is damaged; trying an older one", step, self.directory
+                )
+                continue
+            if failures:
+                self._set_aside(damaged)
+                logging.warning(
+                    "restored step %d of %s after skipping: %s",
+                    step,
+                    self.directory,
+                    "; ".join(failures),
+                )
+            return meta
+        raise CheckpointError(
+            f"{self.directory} holds checkpoints but none is usable ({'; '.join(failures)}); "
+            "move the folder away to start again from step 0"
+        )
+
+    def _set_aside(self, steps: list[int]) -> None:
+        """Renames damaged step folders to ``<step>.damaged``: kept for inspection, and out
+        of the way of the steps the resumed run saves again."""
+        for step in steps:
+            folder = self.directory / str(step)
+            if folder.exists():
+                target, n = folder.with_name(f"{step}.damaged"), 1
+                while target.exists():
+                    target, n = folder.with_name(f"{step}.damaged-{n}"), n + 1
+                folder.rename(target)
+                logging.warning("moved the damaged checkpoint to %s", target)
+        self._manager.reload()
 
     def wait(self) -> None:
         self._manager.wait_until_finished()

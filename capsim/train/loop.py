@@ -193,7 +193,9 @@ def train_loop(
     stopping = EarlyStopping(es.metric, es.mode, es.patience)
     step = 0
     if checkpoints.latest_step() is not None:
-        meta = checkpoints.restore(model=model, optimizer=optimizer, data_iterator=data_iter)
+        meta = checkpoints.restore_newest_usable(
+            model=model, optimizer=optimizer, data_iterator=data_iter
+        )
         step = meta["step"]
         stopping.restore(meta)
         logging.info("resumed from %s at step %d", checkpoints.directory, step)
