@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -188,3 +192,30 @@ def test_missing_checkpoint_is_clear(tmp_path):
         find_model_checkpoint(tmp_path / "nope")
     with pytest.raises(CheckpointError, match="holds no checkpoint"):
         find_model_checkpoint(tmp_path)
+
+
+PREEMPTED_RUN = """
+import sys
+sys.path.insert(0, "tests")
+from test_trainer import run, tiny_config
+run(tiny_config(num_steps=int(sys.argv[2]), checkpoint_every=10**9, log_every=1), sys.argv[1])
+"""
+
+
+def test_sigterm_saves_a_checkpoint_exits_0_and_the_run_resumes(tmp_path):
+    repo = Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-c", PREEMPTED_RUN, str(tmp_path), "1000000"]
+    process = subprocess.Popen(command, cwd=repo, stderr=subprocess.PIPE, text=True)
+    metrics = tmp_path / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while not (metrics.exists() and metrics.read_text().count("\n") >= 20):
+        assert time.monotonic() < deadline and process.poll() is None, "the run did not start"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    assert "SIGTERM: saved a checkpoint at step" in stderr
+    saved = int(stderr.split("checkpoint at step ")[1].split()[0])
+    assert (tmp_path / "checkpoints" / str(saved)).is_dir()
+    _, resumed = run(tiny_config(num_steps=saved + 10, checkpoint_every=10**9), tmp_path)
+    assert resumed.step == saved + 10

@@ -11,6 +11,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+import signal
+import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -150,6 +153,28 @@ class EarlyStopping:
         self.evals_without_gain = meta.get("evals_without_gain", 0)
 
 
+class _Preemption:
+    """SIGTERM (a preemption notice on TPU VMs and clusters) as a flag read at step boundaries.
+
+    The loop then saves a checkpoint, says so and exits 0, so the same command
+    resumes. Signals can only be caught on the main thread; elsewhere this is off.
+    """
+
+    def __init__(self):
+        self.requested = False
+        self._previous = None
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._request)
+
+    def _request(self, signum: int, frame: object) -> None:
+        self.requested = True
+
+    def close(self) -> None:
+        """Gives SIGTERM back to whoever handled it before the loop."""
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+
+
 def _check_finite(loss: float, step: int, checkpoints: Checkpointer) -> None:
     """Stops a diverged run, naming the step and the last good checkpoint."""
     if not np.isfinite(loss):
@@ -219,6 +244,7 @@ def train_loop(
         eval_model.eval()
         return eval_model
 
+    preemption = _Preemption()
     while step < config.num_steps and not stopping.should_stop:  # a stopped run stays stopped
         batch = mesh_lib.global_batch(next(data_iter), mesh)
         state, metrics = train_step(state, batch, jax.random.fold_in(base_key, step))
@@ -243,7 +269,8 @@ def train_loop(
             sync_objects()
             best_checkpoints.save(step, model=model, meta={es.metric: results[es.metric]})
             best_checkpoints.wait()
-        if step % config.checkpoint_every == 0 or done or stopping.should_stop:
+        preempted = preemption.requested
+        if step % config.checkpoint_every == 0 or done or stopping.should_stop or preempted:
             sync_objects()
             checkpoints.save(
                 step,
@@ -253,10 +280,20 @@ def train_loop(
                 meta=stopping.meta(),
             )
             checkpoints.wait()
+        if preempted:
+            writer.close()
+            print(
+                f"SIGTERM: saved a checkpoint at step {step} in {checkpoints.directory}; "
+                "rerun the same command to resume",
+                file=sys.stderr,
+                flush=True,
+            )
+            sys.exit(0)
         if stopping.should_stop:
             logging.info("early stopping at step %d: %s did not improve", step, es.metric)
             break
 
+    preemption.close()
     nnx.update((model, optimizer), mesh_lib.to_local(state))
     model.eval()
     writer.close()
