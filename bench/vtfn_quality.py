@@ -15,6 +15,12 @@ local sweep runner.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# configs/ is used from the clone, not installed: make the repository root importable.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import argparse
 import importlib
 import json

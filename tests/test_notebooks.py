@@ -11,7 +11,8 @@ nbformat = pytest.importorskip("nbformat", reason="notebook tests need the [dev]
 nbclient = pytest.importorskip("nbclient", reason="notebook tests need the [dev] extra")
 pytest.importorskip("matplotlib", reason="the notebooks draw plots: needs the [viz] extra")
 
-COLAB = Path(__file__).resolve().parents[1] / "colab"
+REPO = Path(__file__).resolve().parents[1]
+COLAB = REPO / "colab"
 CELL_TIMEOUT_S = 600
 RUNLOCAL_OFF = "RUNLOCAL = False"
 RUNLOCAL_ON = "RUNLOCAL = True"
@@ -27,7 +28,7 @@ def _run_notebook(name: str, tmp_path: Path, monkeypatch) -> list[str]:
         nb,
         timeout=CELL_TIMEOUT_S,
         kernel_name="python3",
-        resources={"metadata": {"path": str(tmp_path)}},
+        resources={"metadata": {"path": str(REPO)}},  # run inside the clone, as on Colab
     ).execute()
     return [json.dumps(cell.outputs) for cell in nb.cells if cell.cell_type == "code"]
 

@@ -219,3 +219,11 @@ def test_sigterm_saves_a_checkpoint_exits_0_and_the_run_resumes(tmp_path):
     assert (tmp_path / "checkpoints" / str(saved)).is_dir()
     _, resumed = run(tiny_config(num_steps=saved + 10, checkpoint_every=10**9), tmp_path)
     assert resumed.step == saved + 10
+
+
+def test_config_files_find_their_helpers_from_any_directory(tmp_path):
+    from capsim.train.entry import config_roots
+
+    argv = ["prog", "--config=/clone/configs/coco_bow.py:loss=rank", "--workdir=/w"]
+    assert config_roots(argv) == [str(Path("/clone").resolve())]
+    assert config_roots(["prog", "--workdir=/w"]) == []

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import ml_collections
@@ -12,6 +13,21 @@ from ml_collections import config_flags
 
 from capsim.errors import CapsimError
 from capsim.train.writers import setup_logging
+
+
+def config_roots(argv: list[str]) -> list[str]:
+    """The folders that hold the ``configs/`` package of each ``--config=FILE`` in ``argv``.
+
+    Config files import their helpers (``from configs import common``) from the
+    clone they live in, which is not installed; putting its root on sys.path lets
+    the console scripts (``vtfn-train``, ``i2ce-train``) load them from any directory.
+    """
+    roots = []
+    for item in argv:
+        if item.startswith("--config="):
+            path = Path(item.split("=", 1)[1].split(":", 1)[0]).expanduser().resolve()
+            roots.append(str(path.parent.parent))
+    return roots
 
 
 def run_training_cli(
@@ -23,6 +39,9 @@ def run_training_cli(
     notebooks) registers nothing. ``--config.key=value`` overrides existing keys.
     Logs show warnings only; ``--verbosity=1`` shows every INFO line.
     """
+    for root in config_roots(sys.argv):
+        if root not in sys.path:
+            sys.path.insert(0, root)
     config = config_flags.DEFINE_config_file("config", None, "Config file.", lock_config=True)
     workdir = flags.DEFINE_string("workdir", None, "Where checkpoints, logs and results go.")
     flags.mark_flags_as_required(["config", "workdir"])
