@@ -94,9 +94,17 @@ class FeatureStore:
         features_path = Path(features_path)
         try:
             matrix = np.load(features_path, allow_pickle=False)
-        except (OSError, ValueError) as error:
-            raise DataFormatError(features_path, f"cannot read as .npy: {error}") from error
-        return cls(_read_ids(Path(ids_path)), matrix, str(features_path), expected_dim)
+        except Exception as error:
+            raise DataFormatError(
+                features_path, f"cannot read as .npy ({type(error).__name__}: {error})"
+            ) from error
+        ids = _read_ids(Path(ids_path))
+        if matrix.ndim == 2 and len(ids) != matrix.shape[0]:  # either file may be the bad one
+            raise DataFormatError(
+                features_path,
+                f"{matrix.shape[0]} feature rows but {len(ids)} image ids in {ids_path}",
+            )
+        return cls(ids, matrix, str(features_path), expected_dim)
 
     @classmethod
     def load(cls, directory: str | Path, expected_dim: int | None = None) -> FeatureStore:

@@ -134,7 +134,7 @@ def read_coco_captions(path: str | Path, split: str | None = None) -> list[Capti
             record = CaptionRecord(
                 str(int(image_id)), str(int(caption_id)), clean_caption(caption), split
             )
-        except (KeyError, TypeError, ValueError, AttributeError) as error:
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as error:
             raise DataFormatError(
                 path,
                 f"annotation #{index} ({annotation!r:.120}) lacks a valid "

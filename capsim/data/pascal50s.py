@@ -55,14 +55,10 @@ def _load_mat(path: str | Path, keys: Sequence[str]) -> dict[str, np.ndarray]:
         contents = scipy.io.loadmat(str(path))
     except FileNotFoundError as error:
         raise DataFormatError(path, "file does not exist") from error
-    except (
-        scipy.io.matlab.MatReadError,
-        ValueError,
-        TypeError,
-        OSError,
-        NotImplementedError,
-    ) as error:
-        raise DataFormatError(path, f"not a readable MATLAB .mat file ({error})") from error
+    except Exception as error:
+        raise DataFormatError(
+            path, f"not a readable MATLAB .mat file ({type(error).__name__}: {error})"
+        ) from error
     missing = [key for key in keys if key not in contents]
     if missing:
         raise DataFormatError(path, f"missing variables {missing}")
@@ -70,13 +66,14 @@ def _load_mat(path: str | Path, keys: Sequence[str]) -> dict[str, np.ndarray]:
 
 
 def _pascal_votes(
-    consensus_path: str | Path, pairs: list[tuple[str, str, str]]
+    consensus_path: str | Path, pairs: list[tuple[str, str, str]], pairs_path: str | Path
 ) -> tuple[list[float], list[tuple[str, ...]]]:
     """Per pair: the fraction of triplet votes for candidate a, and the triplets' references."""
     triplets = _load_mat(consensus_path, ["triplets"])["triplets"].reshape(-1)
     if not pairs or len(triplets) % len(pairs):
         raise DataFormatError(
-            consensus_path, f"{len(triplets)} triplets do not split evenly over {len(pairs)} pairs"
+            consensus_path,
+            f"{len(triplets)} triplets do not split evenly over the {len(pairs)} pairs of {pairs_path}",
         )
     per_pair = len(triplets) // len(pairs)
     preferences, references = [], []
@@ -92,7 +89,7 @@ def _pascal_votes(
                 raise DataFormatError(
                     consensus_path,
                     f"triplet {offset} ({first!r} vs {second!r}, winner {winner!r}) does not "
-                    f"match pair {index} ({a!r} vs {b!r}) with a winner of 1 or -1",
+                    f"match pair {index} of {pairs_path} ({a!r} vs {b!r}) with a winner of 1 or -1",
                 )
             chosen = first if winner == VOTE_FOR_B else second
             votes_a += chosen == a
@@ -136,7 +133,7 @@ def read_pascal50s(
         categories.append(PASCAL_CATEGORIES[int(code)])
 
     consensus_path = consensus_path or Path(mat_path).with_name(PASCAL_CONSENSUS_FILE)
-    preferences, vote_references = _pascal_votes(consensus_path, pairs)
+    preferences, vote_references = _pascal_votes(consensus_path, pairs, mat_path)
     judgments = []
     for index, ((image, a, b), category) in enumerate(zip(pairs, categories, strict=True)):
         if references is None:
