@@ -26,7 +26,7 @@ from capsim.train import mesh as mesh_lib
 from capsim.train.checkpoint import restore_model
 from capsim.train.entry import run_training_cli
 from capsim.train.loop import steps_for_epochs, train_loop
-from capsim.train.writers import is_main_process
+from capsim.train.writers import check_workdir, is_main_process
 from i2ce_jax.model import I2CEAutoencoder, build_model, make_loss_fn
 from i2ce_jax.scorer import VOCAB_FILE, I2CEScorer
 
@@ -71,8 +71,8 @@ def make_example_fn(corpus: corpus_lib.EncodedCorpus):
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -> dict:
     """Trains I2CE as configured and returns the final metrics (also in results.json)."""
     mesh_lib.maybe_initialize_distributed()
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = check_workdir(config, workdir)  # writable, same model as any run already there
+    mesh_lib.local_batch_size(config.batch_size)  # the batch splits over the devices
     train_records, dev_records, world = load_corpora(config)
     data = config.data
     vocab = corpus_lib.build_vocab(train_records, data.min_count, data.max_vocab)

@@ -227,3 +227,46 @@ def test_config_files_find_their_helpers_from_any_directory(tmp_path):
     argv = ["prog", "--config=/clone/configs/coco_bow.py:loss=rank", "--workdir=/w"]
     assert config_roots(argv) == [str(Path("/clone").resolve())]
     assert config_roots(["prog", "--workdir=/w"]) == []
+
+
+def test_workdir_of_another_model_is_refused_unless_allowed(tmp_path):
+    from capsim.errors import CapsimError
+    from capsim.train.writers import check_workdir
+
+    config = tiny_config()
+    config.model = ml_collections.ConfigDict(dict(hidden_dim=8))
+    config.data = ml_collections.ConfigDict(dict(data_dir="/a", max_len=20))
+    check_workdir(config, tmp_path)
+    (tmp_path / "config.json").write_text(config.to_json_best_effort())
+    moved = ml_collections.ConfigDict(config.to_dict())
+    moved.data.data_dir = "/elsewhere"  # data may move: not a different model
+    check_workdir(moved, tmp_path)
+    other = ml_collections.ConfigDict(config.to_dict())
+    other.model.hidden_dim = 16
+    with pytest.raises(
+        CapsimError,
+        match=r"config\.json is from a run with other settings for \['model\.hidden_dim'\]",
+    ):
+        check_workdir(other, tmp_path)
+    other.allow_config_change = True
+    check_workdir(other, tmp_path)
+
+
+def test_unwritable_workdir_is_a_clear_error(tmp_path, monkeypatch):
+    from capsim.errors import CapsimError
+    from capsim.train import writers
+
+    def refuse(self, *args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(writers.Path, "write_text", refuse)  # root ignores chmod, so simulate it
+    with pytest.raises(CapsimError, match=r"workdir .* is not writable \(Permission denied\)"):
+        writers.check_workdir(tiny_config(), tmp_path / "run")
+
+
+def test_batch_that_does_not_split_over_the_devices_is_a_clear_error(monkeypatch):
+    from capsim.train import mesh as mesh_lib
+
+    monkeypatch.setattr(mesh_lib.jax, "device_count", lambda: 8)
+    with pytest.raises(ValueError, match=r"batch size 12 does not divide over 8 devices"):
+        mesh_lib.local_batch_size(12)

@@ -28,7 +28,7 @@ from capsim.train import mesh as mesh_lib
 from capsim.train.checkpoint import restore_model
 from capsim.train.entry import run_training_cli
 from capsim.train.loop import steps_for_epochs, train_loop
-from capsim.train.writers import is_main_process
+from capsim.train.writers import check_workdir, is_main_process
 from vtfn_jax import baselines
 from vtfn_jax.data import VtfnData, prepare_data
 from vtfn_jax.embedders import Embedder, TokenEmbedder
@@ -147,8 +147,8 @@ def evaluate_trained(
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -> dict:
     """Trains the configured kind, runs the final report of ``config.evals``, writes results.json."""
     mesh_lib.maybe_initialize_distributed()
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    workdir = check_workdir(config, workdir)  # writable, same model as any run already there
+    mesh_lib.local_batch_size(config.batch_size)  # the batch splits over the devices
     data = prepare_data(config)
     if is_main_process():
         data.vocab.save(workdir / VOCAB_FILE)

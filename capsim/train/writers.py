@@ -15,6 +15,8 @@ from pathlib import Path
 import jax
 import ml_collections
 
+from capsim.errors import CapsimError
+
 
 def is_main_process() -> bool:
     return jax.process_index() == 0
@@ -26,6 +28,57 @@ def save_config(config: ml_collections.ConfigDict, workdir: str | Path) -> None:
         return
     path = Path(workdir) / "config.json"
     path.write_text(config.to_json_best_effort(indent=2, sort_keys=True) + "\n")
+
+
+# Config subtrees that shape the model or its vocabulary (data_dir may move freely).
+MODEL_DEFINING = ("model", "data")
+MOVABLE_KEYS = ("data.data_dir",)
+
+
+def _flat(tree: object, prefix: str = "") -> dict[str, object]:
+    if isinstance(tree, dict):
+        flat: dict[str, object] = {}
+        for key, value in tree.items():
+            flat.update(_flat(value, f"{prefix}{key}."))
+        return flat
+    return {prefix[:-1]: tree}
+
+
+def _model_defining(config: dict) -> dict[str, object]:
+    """The dotted keys of a config dict that shape the model or its vocabulary."""
+    flat = {}
+    for part in MODEL_DEFINING:
+        flat.update(_flat(config.get(part, {}), f"{part}."))
+    return {k: v for k, v in flat.items() if k not in MOVABLE_KEYS}
+
+
+def check_workdir(config: ml_collections.ConfigDict, workdir: str | Path) -> Path:
+    """Creates ``workdir`` and checks, before any work, that a run can use it.
+
+    Errors (CapsimError naming the folder or the keys): a workdir that cannot be
+    written; a ``config.json`` there from a run whose model or data keys differ
+    from this config's (resuming would mix two models), unless the config sets
+    ``allow_config_change`` (``--config.allow_config_change=True``).
+    """
+    workdir = Path(workdir)
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+        probe = workdir / ".write_test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as error:
+        raise CapsimError(f"workdir {workdir} is not writable ({error.strerror})") from error
+    saved_file = workdir / "config.json"
+    if saved_file.exists() and not config.get("allow_config_change", False):
+        saved = _model_defining(json.loads(saved_file.read_text()))
+        current = _model_defining(json.loads(config.to_json_best_effort()))
+        changed = sorted(k for k in saved.keys() | current.keys() if saved.get(k) != current.get(k))
+        if changed:
+            raise CapsimError(
+                f"{saved_file} is from a run with other settings for {changed}: resuming would mix "
+                "two models. Use another workdir, or pass --config.allow_config_change=True"
+            )
+    return workdir
 
 
 def load_config(workdir: str | Path) -> ml_collections.ConfigDict:
