@@ -116,12 +116,10 @@ def embed_sentences(
     *,
     ids: Sequence[object] | None = None,
     batch_size: int = 256,
-    progress: Callable[[int], None] | None = None,
 ) -> Embedded:
     """Encodes ``sentences`` with ``encode_batch``, one fixed-shape batch per bucket slice.
 
-    ``ids`` name the sentences in errors (default: their index). ``progress`` is
-    called with the number of sentences done after each batch.
+    ``ids`` name the sentences in errors (default: their index).
     """
     if ids is not None and len(ids) != len(sentences):
         raise ValueError(f"got {len(ids)} ids for {len(sentences)} sentences")
@@ -134,22 +132,18 @@ def embed_sentences(
         if row is not None:
             by_bucket.setdefault(bucket_length(len(row)), []).append(index)
 
-    # Up to IN_FLIGHT batches are dispatched before the oldest result is read back,
-    # so building the next batch on the host overlaps with the device's work.
+    # Up to IN_FLIGHT batches are dispatched before the oldest result is read back:
+    # the device may run ahead of the host, and memory stays bounded on huge inputs.
     vectors: np.ndarray | None = None
-    done = 0
     pending: collections.deque[tuple[list[int], jax.Array]] = collections.deque()
 
     def collect() -> None:
-        nonlocal vectors, done
+        nonlocal vectors
         chunk, out = pending.popleft()
         out = np.asarray(out)
         if vectors is None:
             vectors = np.zeros((len(sentences), out.shape[-1]), out.dtype)
         vectors[chunk] = out[: len(chunk)]
-        done += len(chunk)
-        if progress is not None:
-            progress(done)
 
     for length in sorted(by_bucket):
         members = by_bucket[length]
