@@ -1,4 +1,4 @@
-"""Multi-host training: two processes on localhost (jax.distributed over gloo) match one."""
+"""Multi-host training: 2 and 4 processes on localhost (jax.distributed over gloo) match one."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -54,7 +55,8 @@ def _result(proc: subprocess.Popen) -> tuple[list[float], float]:
     return json.loads(losses), float(tau)
 
 
-def test_two_processes_match_one(tmp_path):
+@pytest.mark.parametrize("num_processes", [2, 4])
+def test_several_processes_match_one(tmp_path, num_processes):
     single = _result(_start(tmp_path / "single", {}))
     port = _free_port()
     procs = [
@@ -62,15 +64,16 @@ def test_two_processes_match_one(tmp_path):
             tmp_path / "multi",
             {
                 "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}",
-                "JAX_NUM_PROCESSES": "2",
+                "JAX_NUM_PROCESSES": str(num_processes),
                 "JAX_PROCESS_ID": str(i),
             },
         )
-        for i in range(2)
+        for i in range(num_processes)
     ]
     multi = _result(procs[0])
-    procs[1].communicate(timeout=600)
-    assert procs[1].returncode == 0
+    for proc in procs[1:]:
+        _, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
     np.testing.assert_allclose(multi[0], single[0], rtol=1e-5)
     np.testing.assert_allclose(multi[1], single[1], atol=1e-3)
     assert (tmp_path / "multi" / "checkpoints").is_dir()

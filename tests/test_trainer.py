@@ -256,10 +256,10 @@ def test_unwritable_workdir_is_a_clear_error(tmp_path, monkeypatch):
     from capsim.errors import CapsimError
     from capsim.train import writers
 
-    def refuse(self, *args, **kwargs):
+    def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(writers.Path, "write_text", refuse)  # root ignores chmod, so simulate it
+    monkeypatch.setattr(writers.tempfile, "NamedTemporaryFile", refuse)  # root ignores chmod
     with pytest.raises(CapsimError, match=r"workdir .* is not writable \(Permission denied\)"):
         writers.check_workdir(tiny_config(), tmp_path / "run")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -63,9 +64,8 @@ def check_workdir(config: ml_collections.ConfigDict, workdir: str | Path) -> Pat
     workdir = Path(workdir)
     try:
         workdir.mkdir(parents=True, exist_ok=True)
-        probe = workdir / ".write_test"
-        probe.write_text("")
-        probe.unlink()
+        with tempfile.NamedTemporaryFile(dir=workdir, prefix=".write_test"):
+            pass  # a name of its own per process: hosts sharing the workdir do not collide
     except OSError as error:
         raise CapsimError(f"workdir {workdir} is not writable ({error.strerror})") from error
     saved_file = workdir / "config.json"
