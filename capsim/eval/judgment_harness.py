@@ -85,12 +85,6 @@ def ngram_metric_scores(
     return compute_caption_metrics(gts, res, include_meteor=include_meteor)
 
 
-def score_pairs(pairs: JudgedPairs, compute_score: ComputeScore) -> np.ndarray:
-    """Per-pair scores from any pycocoevalcap-style scorer on the raw text."""
-    _, scores = compute_score(pairs.gts, pairs.res)
-    return np.asarray(scores, np.float64)
-
-
 def tau_c_table(pairs: JudgedPairs, scores: Mapping[str, np.ndarray]) -> dict[str, float]:
     """Kendall τc × 100 of each metric against the human ratings, one row per rating."""
     return {

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -99,21 +98,3 @@ def evaluate_same_diff(
     auc = roc_auc(similarities, labels == SAME_IMAGE)
     pearson, _ = correlations_x100(similarities, labels, "same/diff pairs")
     return {"pearson": pearson, "auc": PERCENT * auc, "n": len(pairs)}
-
-
-def make_dev_eval(
-    texts_by_image: Mapping[str, Sequence[str]],
-    embedder_of: Callable[[Any], Callable[[list[str]], np.ndarray]],
-    seed: int,
-    num_pairs: int = DEFAULT_NUM_PAIRS,
-) -> Callable[[Any], dict[str, float]]:
-    """The early-stopping metric every trainer shares: same-image vs different-image AUC
-    (and Pearson) of held-out images' captions. ``embedder_of(model)`` gives the
-    model's ``embed(texts) -> vectors``."""
-    pairs = make_same_diff_pairs(texts_by_image, num_pairs=num_pairs, seed=seed)
-
-    def evaluate(model: Any) -> dict[str, float]:
-        result = evaluate_same_diff(embedder_of(model), pairs)
-        return {"dev/same_image_auc": result["auc"], "dev/same_image_pearson": result["pearson"]}
-
-    return evaluate
