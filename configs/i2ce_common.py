@@ -76,6 +76,7 @@ def autoencoder(arg: ml_collections.ConfigDict) -> dict:
         dropout=0.0,
         glove=arg.glove,
         embed_std=arg.init_std,
+        dtype="float32",  # compute dtype; "bfloat16" on GPU/TPU (parameters stay float32)
     )
 
 

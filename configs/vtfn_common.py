@@ -103,6 +103,7 @@ def text_tower(arg: ml_collections.ConfigDict, encoder: str) -> dict:
         cnn_widths=(1, 2, 3),
         cnn_features=128,
         cnn_pooling="max",
+        dtype="float32",  # compute dtype; "bfloat16" on GPU/TPU (parameters stay float32)
     )
 
 
