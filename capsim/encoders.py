@@ -4,6 +4,10 @@ Every encoder is called as ``encoder(ids, mask)`` with ``ids`` int32 [B, L] and 
 [B, L] (True on real tokens) and returns float32 [B, encoder.out_dim]. PAD positions never reach
 the output, so the same sentence padded to any length gives the same vector.
 
+Mixed precision: ``dtype`` ("float32" or "bfloat16", ``config.model.dtype``) is the dtype that
+matmuls and convolutions run in; parameters stay float32 (so Adam updates and checkpoints do not
+change), recurrent states, pooling and norms are float32, and outputs are float32.
+
 Dropout follows the NNX convention: modules start in training mode; call ``model.eval()`` (or
 use ``nnx.view(model, deterministic=True)``) for deterministic inference and ``model.train()``
 to switch back. Dropout keys come from the ``dropout`` stream of the ``rngs`` given at
@@ -28,6 +32,9 @@ BOW_MODES = ("sum", "mean")
 RNN_CELLS = ("gru", "lstm")
 CNN_POOLINGS = ("max", "mean")
 LSTM_CELL_TYPES = (nnx.LSTMCell, nnx.OptimizedLSTMCell)
+COMPUTE_DTYPES = ("float32", "bfloat16")
+DEFAULT_DTYPE = "float32"
+PARAM_DTYPE = jnp.float32
 
 
 def _check_choice(kind: str, value: str, choices: Sequence[str]) -> None:
@@ -35,12 +42,25 @@ def _check_choice(kind: str, value: str, choices: Sequence[str]) -> None:
         raise ValueError(f"unknown {kind} {value!r}; valid choices: {list(choices)}")
 
 
+def compute_dtype(dtype: str | jnp.dtype) -> np.dtype:
+    """The dtype named by ``config.model.dtype`` (or given as a dtype), checked against
+    ``COMPUTE_DTYPES``: float16 would need loss scaling, which the trainer does not do."""
+    name = dtype if isinstance(dtype, str) else np.dtype(dtype).name
+    _check_choice("compute dtype (config.model.dtype)", name, COMPUTE_DTYPES)
+    return jnp.dtype(name)
+
+
 def _make_embed(
-    vocab_size: int, embed_dim: int, embedding_init: np.ndarray | None, rngs: nnx.Rngs
+    vocab_size: int,
+    embed_dim: int,
+    embedding_init: np.ndarray | None,
+    rngs: nnx.Rngs,
+    dtype: np.dtype,
 ) -> nnx.Embed:
     """A word-vector table, optionally started from pretrained vectors (e.g. GloVe)."""
+    kinds = dict(dtype=dtype, param_dtype=PARAM_DTYPE)
     if embedding_init is None:
-        return nnx.Embed(vocab_size, embed_dim, rngs=rngs)
+        return nnx.Embed(vocab_size, embed_dim, rngs=rngs, **kinds)
     table = np.asarray(embedding_init, np.float32)
     if table.shape != (vocab_size, embed_dim):
         raise ValueError(
@@ -54,6 +74,7 @@ def _make_embed(
         embed_dim,
         embedding_init=lambda key, shape, dtype: jnp.asarray(table, dtype),
         rngs=rngs,
+        **kinds,
     )
 
 
@@ -70,8 +91,9 @@ def normal_embedding(vocab_size: int, embed_dim: int, std: float, seed: int) -> 
 
 
 def _embed_masked(embed: nnx.Embed, ids: Array, mask: Array) -> Array:
-    """Word vectors [B, L, E] with PAD positions zeroed, whatever row the PAD id points to."""
-    return embed(ids) * mask[..., None].astype(jnp.float32)
+    """Word vectors [B, L, E] (compute dtype) with PAD positions zeroed, whatever row PAD is."""
+    vectors = embed(ids)
+    return vectors * mask[..., None].astype(vectors.dtype)
 
 
 class BowEncoder(nnx.Module):
@@ -90,14 +112,16 @@ class BowEncoder(nnx.Module):
         mode: str = "sum",
         rngs: nnx.Rngs,
         embedding_init: np.ndarray | None = None,
+        dtype: str | jnp.dtype = DEFAULT_DTYPE,
     ):
         _check_choice("BOW mode", mode, BOW_MODES)
         self.mode = mode
         self.out_dim = embed_dim
-        self.embed = _make_embed(vocab_size, embed_dim, embedding_init, rngs)
+        self.embed = _make_embed(vocab_size, embed_dim, embedding_init, rngs, compute_dtype(dtype))
 
     def __call__(self, ids: Array, mask: Array) -> Array:
-        total = jnp.sum(_embed_masked(self.embed, ids, mask), axis=1)
+        vectors = _embed_masked(self.embed, ids, mask).astype(jnp.float32)
+        total = jnp.sum(vectors, axis=1)
         if self.mode == "mean":
             count = jnp.sum(mask, axis=1, keepdims=True).astype(jnp.float32)
             return total / jnp.maximum(count, 1.0)
@@ -177,7 +201,10 @@ def _scan_gru(cell: nnx.GRUCell, inputs: Array, mask: Array, hidden: Array) -> t
 class RNNEncoder(nnx.Module):
     """GRU or LSTM encoder; the sentence vector is the hidden state after the last real token.
 
-    Dropout (rate ``dropout``) is applied to the word vectors before the recurrence.
+    Dropout (rate ``dropout``) is applied to the word vectors before the recurrence. The state
+    is carried in float32 whatever the compute dtype: each step's gate matmuls round to
+    ``dtype``, the update ``(1 - z) * n + z * h`` promotes back to float32, so rounding does not
+    accumulate over time.
     """
 
     def __init__(
@@ -190,13 +217,17 @@ class RNNEncoder(nnx.Module):
         dropout: float = 0.0,
         rngs: nnx.Rngs,
         embedding_init: np.ndarray | None = None,
+        dtype: str | jnp.dtype = DEFAULT_DTYPE,
     ):
         _check_choice("RNN cell", cell, RNN_CELLS)
+        dtype = compute_dtype(dtype)
         self.out_dim = hidden_dim
-        self.embed = _make_embed(vocab_size, embed_dim, embedding_init, rngs)
+        self.embed = _make_embed(vocab_size, embed_dim, embedding_init, rngs, dtype)
         self.dropout = nnx.Dropout(dropout, rngs=rngs)
         cell_type = nnx.GRUCell if cell == "gru" else nnx.OptimizedLSTMCell
-        self.cell = cell_type(embed_dim, hidden_dim, rngs=rngs)
+        self.cell = cell_type(
+            embed_dim, hidden_dim, dtype=dtype, param_dtype=PARAM_DTYPE, rngs=rngs
+        )
 
     def __call__(self, ids: Array, mask: Array) -> Array:
         inputs = self.dropout(_embed_masked(self.embed, ids, mask))
@@ -228,23 +259,27 @@ class CNNEncoder(nnx.Module):
         dropout: float = 0.0,
         rngs: nnx.Rngs,
         embedding_init: np.ndarray | None = None,
+        dtype: str | jnp.dtype = DEFAULT_DTYPE,
     ):
         _check_choice("CNN pooling", pooling, CNN_POOLINGS)
         if not widths or any(int(w) < 1 for w in widths):
             raise ValueError(f"CNN widths must be a non-empty list of positive ints, got {widths}")
+        dtype = compute_dtype(dtype)
+        kinds = dict(dtype=dtype, param_dtype=PARAM_DTYPE, rngs=rngs)
         self.pooling = pooling
         self.out_dim = out_dim
-        self.embed = _make_embed(vocab_size, embed_dim, embedding_init, rngs)
+        self.embed = _make_embed(vocab_size, embed_dim, embedding_init, rngs, dtype)
         self.convs = nnx.List(
             [
-                nnx.Conv(embed_dim, features, kernel_size=(int(w),), padding="SAME", rngs=rngs)
+                nnx.Conv(embed_dim, features, kernel_size=(int(w),), padding="SAME", **kinds)
                 for w in widths
             ]
         )
         self.dropout = nnx.Dropout(dropout, rngs=rngs)
-        self.dense = nnx.Linear(features * len(widths), out_dim, rngs=rngs)
+        self.dense = nnx.Linear(features * len(widths), out_dim, **kinds)
 
     def _pool(self, feature_map: Array, mask: Array) -> Array:
+        feature_map = feature_map.astype(jnp.float32)
         valid = mask[..., None]
         if self.pooling == "mean":
             count = jnp.sum(mask, axis=1, keepdims=True).astype(jnp.float32)
@@ -255,7 +290,7 @@ class CNNEncoder(nnx.Module):
     def __call__(self, ids: Array, mask: Array) -> Array:
         embedded = _embed_masked(self.embed, ids, mask)
         pooled = [self._pool(nnx.relu(conv(embedded)), mask) for conv in self.convs]
-        return self.dense(self.dropout(jnp.concatenate(pooled, axis=-1)))
+        return self.dense(self.dropout(jnp.concatenate(pooled, axis=-1))).astype(jnp.float32)
 
 
 EncoderFactory = Callable[..., nnx.Module]
@@ -275,10 +310,16 @@ def _build_bow(mode: str) -> EncoderFactory:
         *,
         rngs: nnx.Rngs,
         embedding_init: np.ndarray | None,
+        dtype: str,
     ) -> nnx.Module:
         values = _config_values(f"bow_{mode}", config, ("embed_dim",))
         return BowEncoder(
-            vocab_size, values["embed_dim"], mode=mode, rngs=rngs, embedding_init=embedding_init
+            vocab_size,
+            values["embed_dim"],
+            mode=mode,
+            rngs=rngs,
+            embedding_init=embedding_init,
+            dtype=dtype,
         )
 
     return build
@@ -291,6 +332,7 @@ def _build_rnn(cell: str) -> EncoderFactory:
         *,
         rngs: nnx.Rngs,
         embedding_init: np.ndarray | None,
+        dtype: str,
     ) -> nnx.Module:
         values = _config_values(cell, config, ("embed_dim", "hidden_dim", "dropout"))
         return RNNEncoder(
@@ -301,6 +343,7 @@ def _build_rnn(cell: str) -> EncoderFactory:
             dropout=values["dropout"],
             rngs=rngs,
             embedding_init=embedding_init,
+            dtype=dtype,
         )
 
     return build
@@ -315,6 +358,7 @@ def _build_cnn(
     *,
     rngs: nnx.Rngs,
     embedding_init: np.ndarray | None,
+    dtype: str,
 ) -> nnx.Module:
     values = _config_values("cnn", config, CNN_CONFIG_KEYS)
     return CNNEncoder(
@@ -327,6 +371,7 @@ def _build_cnn(
         dropout=values["dropout"],
         rngs=rngs,
         embedding_init=embedding_init,
+        dtype=dtype,
     )
 
 
@@ -353,7 +398,9 @@ def build_encoder(
       - "bow_sum", "bow_mean": embed_dim
       - "gru", "lstm": embed_dim, hidden_dim, dropout
       - "cnn": embed_dim, cnn_widths, cnn_features, cnn_pooling, out_dim, dropout
+    and, optional for all, ``dtype`` (the compute dtype, default "float32").
     """
     if name not in ENCODERS:
         raise KeyError(f"unknown encoder {name!r}; valid names: {sorted(ENCODERS)}")
-    return ENCODERS[name](vocab_size, config, rngs=rngs, embedding_init=embedding_init)
+    dtype = config.get("dtype", DEFAULT_DTYPE)
+    return ENCODERS[name](vocab_size, config, rngs=rngs, embedding_init=embedding_init, dtype=dtype)

@@ -18,7 +18,14 @@ import numpy as np
 from flax import nnx
 
 from capsim import losses
-from capsim.encoders import RNNEncoder, normal_embedding, scan_rnn
+from capsim.encoders import (
+    DEFAULT_DTYPE,
+    PARAM_DTYPE,
+    RNNEncoder,
+    compute_dtype,
+    normal_embedding,
+    scan_rnn,
+)
 
 # Which caption the semantic loss compares each anchor with: "self" (the other
 # anchors of the batch, the I2CE margin branch) or "similar" (a second caption
@@ -27,7 +34,11 @@ PAIRINGS = ("self", "similar")
 
 
 class I2CEAutoencoder(nnx.Module):
-    """GRU encoder-decoder sharing one word-embedding table."""
+    """GRU encoder-decoder sharing one word-embedding table.
+
+    ``dtype`` is the compute dtype of the matmuls (capsim.encoders); the readout
+    returns float32 logits, so the softmax and the NLL are float32 in any dtype.
+    """
 
     def __init__(
         self,
@@ -38,7 +49,9 @@ class I2CEAutoencoder(nnx.Module):
         dropout: float = 0.0,
         rngs: nnx.Rngs,
         embedding_init: np.ndarray | None = None,
+        dtype: str | jnp.dtype = DEFAULT_DTYPE,
     ):
+        dtype = compute_dtype(dtype)
         self.encoder = RNNEncoder(
             vocab_size,
             embed_dim,
@@ -47,9 +60,13 @@ class I2CEAutoencoder(nnx.Module):
             dropout=dropout,
             rngs=rngs,
             embedding_init=embedding_init,
+            dtype=dtype,
         )
-        self.decoder_cell = nnx.GRUCell(embed_dim, hidden_dim, rngs=rngs)
-        self.readout = nnx.Linear(hidden_dim, vocab_size, rngs=rngs)
+        kinds = dict(dtype=dtype, param_dtype=PARAM_DTYPE, rngs=rngs)
+        self.decoder_cell = nnx.GRUCell(embed_dim, hidden_dim, **kinds)
+        self.readout = nnx.Linear(
+            hidden_dim, vocab_size, preferred_element_type=jnp.float32, **kinds
+        )
 
     def encode(self, ids: jax.Array, mask: jax.Array) -> jax.Array:
         """The intrinsic vectors [B, H] of a padded batch of captions."""
@@ -64,7 +81,7 @@ class I2CEAutoencoder(nnx.Module):
         """
         inputs = self.encoder.embed(ids[:, :-1])
         _, outputs = scan_rnn(self.decoder_cell, inputs, mask[:, :-1], intrinsic)
-        logits = self.readout(outputs).astype(jnp.float32)
+        logits = self.readout(outputs)
         targets = ids[:, 1:]
         token_nll = -jnp.take_along_axis(jax.nn.log_softmax(logits), targets[..., None], axis=-1)[
             ..., 0
@@ -76,7 +93,8 @@ def build_model(
     config: ml_collections.ConfigDict, vocab_size: int, embedding_init: np.ndarray | None = None
 ) -> I2CEAutoencoder:
     """The autoencoder of ``config.model``; word vectors from ``embedding_init`` (e.g. GloVe),
-    else N(0, ``model.embed_std``²) when that is positive, else flax's default init."""
+    else N(0, ``model.embed_std``²) when that is positive, else flax's default init.
+    ``model.dtype`` (default "float32"; configs written before it lack it) is the compute dtype."""
     embed_std = config.model.get("embed_std", 0.0)
     if embedding_init is None and embed_std > 0:
         embedding_init = normal_embedding(
@@ -89,6 +107,7 @@ def build_model(
         dropout=config.model.dropout,
         rngs=nnx.Rngs(params=config.seed, dropout=config.seed + 1),
         embedding_init=embedding_init,
+        dtype=config.model.get("dtype", DEFAULT_DTYPE),
     )
 
 

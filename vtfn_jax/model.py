@@ -19,11 +19,15 @@ import numpy as np
 from flax import nnx
 
 from capsim import losses
-from capsim.encoders import build_encoder
+from capsim.encoders import DEFAULT_DTYPE, PARAM_DTYPE, build_encoder, compute_dtype
 
 
 class VTFN(nnx.Module):
-    """Text encoder plus the affine image map W."""
+    """Text encoder plus the affine image map W.
+
+    ``model_config["dtype"]`` (default "float32") is the compute dtype of both
+    towers' matmuls; parameters and the returned embeddings are float32.
+    """
 
     def __init__(
         self,
@@ -41,13 +45,19 @@ class VTFN(nnx.Module):
             rngs=rngs,
             embedding_init=embedding_init,
         )
-        self.image_map = nnx.Linear(image_dim, self.text.out_dim, rngs=rngs)
+        self.image_map = nnx.Linear(
+            image_dim,
+            self.text.out_dim,
+            dtype=compute_dtype(model_config.get("dtype", DEFAULT_DTYPE)),
+            param_dtype=PARAM_DTYPE,
+            rngs=rngs,
+        )
 
     def embed_text(self, ids: jax.Array, mask: jax.Array) -> jax.Array:
         return self.text(ids, mask)
 
     def embed_image(self, features: jax.Array) -> jax.Array:
-        return self.image_map(features)
+        return self.image_map(features).astype(jnp.float32)
 
 
 def text_tower_config(config: ml_collections.ConfigDict) -> dict:
