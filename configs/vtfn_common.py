@@ -13,9 +13,15 @@ VTFN_ARGS = dict(
     loss="pearson",
     captions="one",
     lr=1e-3,
+    decay=0.5,
+    decay_steps=2000,
+    l2=1e-6,
     epochs=20.0,
     dim=128,
+    pca=0,
+    fraction=1.0,
     glove="",
+    glove_words=-1,
     pivot=0.0,
     image=1.0,
     select="dev_auc",
@@ -26,8 +32,14 @@ VTFN_ARGS = dict(
 def parse(arg: str | None, **overrides) -> ml_collections.ConfigDict:
     """Arguments: data_dir; features ("coco_object_labels" or a FeatureStore folder
     written by vtfn_jax.extract_features); loss (any capsim.losses name); captions
-    ("one" per image, as in the paper, or "all"); lr; epochs; dim (N); glove ("" |
-    "package" | glove.*.txt path; sets the word-vector size to the file's); pivot
+    ("one" per image, as in the paper, or "all"); lr, decay (its factor every
+    decay_steps) and l2 (Adam's coupled L2); epochs; dim (N); pca (image
+    features reduced to this many components, 0: none); fraction (of the
+    training images kept, nested across fractions: the data-scale curve); glove
+    ("" | "package" | glove.*.txt path; sets the word-vector size to the
+    file's); glove_words (with glove: the vocabulary is the captions' words plus
+    GloVe's first glove_words words by rank, -1 all of them, so words only
+    evaluation text uses keep their GloVe vector); pivot
     (weight of the caption-pivot loss); image (weight of the image loss; 0 with
     pivot>0 is the CaptionPivot control); select ("dev_auc": early stopping on
     held-out images' same-image AUC, or "avg2016": on STS16 mean Pearson, the
@@ -53,7 +65,9 @@ def run_parsed(arg: ml_collections.ConfigDict, source: str) -> ml_collections.Co
     config = ml_collections.ConfigDict()
     common.trainer_defaults(config)
     config.num_epochs = arg.epochs
-    config.optimizer.update(learning_rate=arg.lr, decay_rate=0.5, decay_steps=2000, l2=1e-6)
+    config.optimizer.update(
+        learning_rate=arg.lr, decay_rate=arg.decay, decay_steps=arg.decay_steps, l2=arg.l2
+    )
     config.checkpoint_every = 500
     config.early_stopping.patience = 5
     config.data = common.caption_files(arg.data_dir)
@@ -63,7 +77,8 @@ def run_parsed(arg: ml_collections.ConfigDict, source: str) -> ml_collections.Co
         features=arg.features,
         object_labels="coco/val2014_object_labels.json",
         object_labels_idf=True,
-        pca_dim=0,
+        pca_dim=arg.pca,
+        train_fraction=arg.fraction,
         captions_per_image=arg.captions,
         dev_images=250,
         test_images=500,
@@ -99,6 +114,7 @@ def text_tower(arg: ml_collections.ConfigDict, encoder: str) -> dict:
         dim=word_dim if (arg.glove and encoder.startswith("bow")) else arg.dim,
         embed_dim=word_dim,
         glove=arg.glove,
+        glove_words=arg.glove_words if arg.glove else 0,
         dropout=0.0 if encoder.startswith("bow") else 0.2,
         cnn_widths=(1, 2, 3),
         cnn_features=128,
@@ -132,7 +148,7 @@ def vtfn_config(
 
 # --------------------------------------------------------------------------- baselines
 # Every baseline shares VTFN's data and evaluation arguments, so splits and sets match.
-BASELINE_DATA_ARGS = ("data_dir", "features", "captions", "runlocal")
+BASELINE_DATA_ARGS = ("data_dir", "features", "captions", "fraction", "runlocal")
 GLOVE_PACKAGE_DIM = 50
 W2V_RUNLOCAL_EPOCHS = 2
 LANGUAGE_MODEL_DROPOUT = 0.2
@@ -203,7 +219,7 @@ def baseline_config(
 ) -> ml_collections.ConfigDict:
     """A VTFN-paper baseline (``vtfn_jax.baselines.KINDS``) with VTFN's data and evaluations.
 
-    Shared arguments: data_dir, features, captions, runlocal (as for VTFN) and
+    Shared arguments: data_dir, features, captions, fraction, runlocal (as for VTFN) and
     source ("files" | "shapes_world", default ``source``). Per kind (``BASELINES``):
       glove_avg      glove ("package" | glove.*.txt path), restricted (R: training vocabulary only)
       word2vec       dim, algorithm ("skipgram" | "cbow"), w2v_epochs, w2v_min_count,

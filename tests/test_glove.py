@@ -111,3 +111,17 @@ def test_glove_package_missing_names_the_extra(monkeypatch):
             load_glove_package()
     finally:
         glove._load_package_cached.cache_clear()
+
+
+def test_glove_words_in_file_order_first_occurrence(tmp_path):
+    assert glove.glove_words(str(_write_glove(tmp_path / "g.txt"))) == ["the", ",", "dog", "cat"]
+    with pytest.raises(DataFormatError, match="does not exist"):
+        glove.glove_words(str(tmp_path / "absent.txt"))
+
+
+@pytest.mark.parametrize(("top", "added"), [(-1, [",", "cat"]), (2, [","]), (0, [])])
+def test_with_glove_words_appends_missing_words_after_the_captions(top, added):
+    vocab = Vocab.build([["dog", "dog", "the", "zebra"]])
+    extended = glove.with_glove_words(vocab, ["the", ",", "dog", "cat"], top)
+    assert extended.itos == vocab.itos + added  # caption ids unchanged, no word twice
+    assert extended.counts == vocab.counts

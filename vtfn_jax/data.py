@@ -18,6 +18,7 @@ import ml_collections
 import numpy as np
 
 from capsim.data import corpus as corpus_lib
+from capsim.data import glove
 from capsim.data.records import CaptionRecord
 from capsim.text import Vocab
 from vtfn_jax.coco_labels import coco_object_label_features
@@ -85,17 +86,44 @@ def one_caption_per_image(records: list[CaptionRecord], seed: int) -> list[Capti
     return [group[rng.integers(len(group))] for _, group in sorted(by_image.items())]
 
 
+def keep_fraction_of_images(
+    records: list[CaptionRecord], fraction: float, seed: int
+) -> list[CaptionRecord]:
+    """The captions of the first ``fraction`` of the images in one seeded order, so a
+    smaller fraction's images are a subset of a larger one's (the data-scale curve)."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"data.train_fraction must be in (0, 1], got {fraction}")
+    image_ids = sorted({r.image_id for r in records})
+    order = np.random.default_rng(seed).permutation(len(image_ids))
+    kept = {image_ids[i] for i in order[: max(1, round(fraction * len(image_ids)))]}
+    return [r for r in records if r.image_id in kept]
+
+
+def build_vocab(config: ml_collections.ConfigDict, train: list[CaptionRecord]) -> Vocab:
+    """The training captions' words; a GloVe-initialised tower (``model.glove_words``)
+    adds GloVe's words, so evaluation text keeps GloVe's vectors for them."""
+    vocab = corpus_lib.build_vocab(train, config.data.min_count, config.data.max_vocab)
+    model = config.get("model") or {}
+    if model.get("glove") and model.get("glove_words", 0):
+        vocab = glove.with_glove_words(vocab, glove.glove_words(model.glove), model.glove_words)
+    return vocab
+
+
 def prepare_data(config: ml_collections.ConfigDict) -> VtfnData:
     """Reads, splits, encodes and attaches features, deterministically from the config."""
     data = config.data
     records, store, world = _split_records(config)
+    if data.get("train_fraction", 1.0) < 1:
+        records["train"] = keep_fraction_of_images(
+            records["train"], data.train_fraction, config.seed + 2
+        )
     if data.captions_per_image == "one":
         records["train"] = one_caption_per_image(records["train"], config.seed)
     elif data.captions_per_image != "all":
         raise ValueError(
             f"data.captions_per_image must be 'one' or 'all', got {data.captions_per_image!r}"
         )
-    vocab = corpus_lib.build_vocab(records["train"], data.min_count, data.max_vocab)
+    vocab = build_vocab(config, records["train"])
     train_corpus = corpus_lib.encode_corpus(records["train"], vocab, data.max_len)
     train_features = store.lookup(train_corpus.image_ids)
     pca = fit_pca(train_features, data.pca_dim) if data.pca_dim else None

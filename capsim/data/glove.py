@@ -102,6 +102,29 @@ def load_glove_package() -> tuple[list[str], np.ndarray]:
     return list(words), vectors
 
 
+def glove_words(source: str) -> list[str]:
+    """GloVe's words in file order (by frequency rank): the offline package for
+    ``"package"``, else a ``glove.*.txt`` path (only each line's first field is read)."""
+    if source == "package":
+        return load_glove_package()[0]
+    if not Path(source).is_file():
+        raise DataFormatError(source, "file does not exist")
+    with Path(source).open(encoding="utf-8") as handle:
+        return list(dict.fromkeys(line.split(" ", 1)[0] for line in handle if line.strip()))
+
+
+def with_glove_words(vocab: Vocab, words: list[str], top: int) -> Vocab:
+    """``vocab`` followed by GloVe's first ``top`` words (-1: all) that it lacks.
+
+    A GloVe-initialised model then keeps a vector for words that only evaluation
+    text uses (STS), instead of mapping them to ``<unk>``; rows no training
+    caption reaches keep their GloVe vector (with no L2 pull on them).
+    """
+    kept = words if top < 0 else words[:top]
+    extra = [word for word in kept if word not in vocab.stoi]
+    return Vocab(vocab.itos + extra, dict(vocab.counts))
+
+
 def embedding_matrix(
     vocab: Vocab, words: list[str], vectors: np.ndarray, seed: int = 0
 ) -> tuple[np.ndarray, float]:
