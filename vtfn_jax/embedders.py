@@ -1,13 +1,13 @@
 """Sentence embedders: anything that maps captions to vectors, evaluated the same way.
 
-VTFN and every baseline end as an ``Embedder``; the evaluation harness only
-calls ``embed(texts)``. A trained ``TokenEmbedder`` wraps an NNX module's
-text tower with the vocabulary it was trained with.
+VTFN and every baseline end as an ``Embedder``, the back end of
+``vtfn_jax.SentenceEncoder``, which the evaluation harness calls. A trained
+``TokenEmbedder`` wraps an NNX module's text tower with the vocabulary it was
+trained with.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -17,10 +17,14 @@ from flax import nnx
 from capsim import text
 from capsim.embed import ModuleFn, embed_sentences, module_encoder
 
+DEFAULT_BATCH_SIZE = 256
+
 
 class Embedder(Protocol):
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """[len(texts), D] sentence vectors (compared by cosine similarity)."""
+    def embed(self, texts: Sequence[str], batch_size: int = DEFAULT_BATCH_SIZE) -> np.ndarray:
+        """[len(texts), D] sentence vectors (compared by cosine similarity), zero rows for
+        sentences without a token. ``batch_size`` bounds the rows a device batch holds;
+        the vectors never depend on it."""
 
 
 class TokenEmbedder:
@@ -35,10 +39,7 @@ class TokenEmbedder:
         self.module, self.vocab = module, vocab
         self._encode_batch = module_encoder(module, fn)
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        embedded = embed_sentences(self._encode_batch, self.vocab, list(texts))
-        if embedded.empty.size:
-            logging.getLogger(__name__).info(
-                "%d empty sentence(s) embed to zero", embedded.empty.size
-            )
-        return embedded.vectors
+    def embed(self, texts: Sequence[str], batch_size: int = DEFAULT_BATCH_SIZE) -> np.ndarray:
+        return embed_sentences(
+            self._encode_batch, self.vocab, list(texts), batch_size=batch_size
+        ).vectors

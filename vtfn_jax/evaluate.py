@@ -1,46 +1,109 @@
-"""Re-evaluate a finished run: ``python -m vtfn_jax.evaluate --workdir=W [--tasks=sts,same_diff]``.
+"""Re-evaluate a finished run: ``python -m vtfn_jax.evaluate --workdir=W [--tasks=sts,sick,stsb]``.
 
-Runs the evaluators the run's ``config.evals`` names (capsim.eval.evaluators),
-by default its final-report entries; ``--tasks`` picks entries by name, e.g.
-``same_diff`` (same-image vs different-image pairs of held-out images: Pearson
-against ±1, the paper's COCO-Test, and ROC-AUC), ``retrieval`` (caption<->image
-MRR and R@k), ``sts`` (SemEval STS 2012-2016 per subset, per-year means,
-avg2016) or ``shapes`` (the shapes world's graded, synonym and same/diff pairs).
+Loads the run as a ``SentenceEncoder`` and runs the evaluators its
+``config.evals`` names (capsim.eval.evaluators), by default its final-report
+entries. ``--tasks`` picks entries by name: ``same_diff`` (same-image vs
+different-image pairs of held-out images: Pearson against ±1, the paper's
+COCO-Test, and ROC-AUC), ``retrieval`` (caption<->image MRR and R@k), ``sts``
+(SemEval STS 2012-2016 per subset, per-year means, avg2016), ``sick`` (SICK-R),
+``stsb`` (STS Benchmark) or ``shapes`` (the shapes world's pairs). Sentence-
+similarity sets are read under ``--data_dir`` (default: the run's
+``config.data.data_dir``) or from their own flags; naming a set's path adds it
+to the default tasks. Only tasks on held-out captions rebuild the run's data.
 Writes ``eval.json`` into the workdir and prints a table.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
-from absl import app, flags
-
 from capsim.eval.correlation import format_table, results_rows
-from capsim.train.writers import load_config, setup_logging
-from vtfn_jax.train import evaluate_trained, load_trained
+from capsim.eval.evaluators import Evaluators
+from capsim.train.entry import run_command
+from vtfn_jax.sentence_encoder import SentenceEncoder
+from vtfn_jax.train import evaluate_encoder, run_data, saved_data
+
+# Where the sentence-similarity sets live under a data_dir (see README, Real data).
+STS_DIR = "sts"
+SICK_FILE = "sick/SICK_test_annotated.txt"
+STSB_DIR = "stsbenchmark"
 
 
-def main(argv: list[str]) -> None:
-    if len(argv) > 1:
-        raise app.UsageError(f"unexpected arguments: {argv[1:]}")
-    setup_logging(verbose=flags.FLAGS.verbosity >= 1)
-    workdir = Path(flags.FLAGS.workdir)
-    config = load_config(workdir)
-    if "evals" not in config:
-        raise app.UsageError(f"{workdir}/config.json has no 'evals': it predates them; retrain")
-    data, embedder, image_embed = load_trained(config, workdir)
-    results = evaluate_trained(config, data, embedder, image_embed, flags.FLAGS.tasks)
+def similarity_entries(args: argparse.Namespace, data_dir: str) -> tuple[dict, list[str]]:
+    """Entries for the STS, SICK-R and STS-B sets, and the names whose paths the flags gave."""
+    entries = {
+        "sts": dict(type="sts", sts_dir=args.sts_dir or f"{data_dir}/{STS_DIR}"),
+        "sick": dict(
+            type="sick",
+            path=args.sick_path or f"{data_dir}/{SICK_FILE}",
+            semeval_set=args.sick_set,
+        ),
+        "stsb": dict(
+            type="stsb", stsb_dir=args.stsb_dir or f"{data_dir}/{STSB_DIR}", split=args.stsb_split
+        ),
+    }
+    flags = {"sts": args.sts_dir, "sick": args.sick_path, "stsb": args.stsb_dir}
+    return entries, [name for name, path in flags.items() if path or args.data_dir]
+
+
+def evaluate(args: argparse.Namespace) -> dict:
+    """Runs the chosen evaluations of the run in ``args.workdir`` and writes ``eval.json``."""
+    workdir = Path(args.workdir)
+    encoder = SentenceEncoder.from_checkpoint(workdir)
+    config = encoder.config
+    evals = {name: dict(entry) for name, entry in config.evals.items()}
+    entries, named = similarity_entries(args, args.data_dir or config.data.data_dir)
+    for name, entry in entries.items():
+        if name in named or name not in evals:
+            evals[name] = entry
+    if "sts" in named:  # the config's other STS entries (say sts16) follow the named folder
+        for entry in evals.values():
+            if entry["type"] == "sts":
+                entry["sts_dir"] = entries["sts"]["sts_dir"]
+    evaluators = Evaluators(evals)
+    report = [name for name, entry in config.evals.items() if not entry.get("every")]
+    tasks = args.tasks or list(dict.fromkeys(report + named))
+    data = saved_data(config, workdir) if evaluators.text_only(tasks) else run_data(config, workdir)
+    results = evaluate_encoder(evaluators, data, encoder, tasks)
     out = workdir / "eval.json"
     out.write_text(json.dumps(results, indent=2) + "\n")
     print(format_table(results_rows(results), ["task", "measure", "value"]))
     print(f"wrote {out}")
+    return results
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workdir", required=True, help="a finished vtfn_jax.train workdir")
+    parser.add_argument(
+        "--tasks",
+        type=lambda text: [t for t in text.split(",") if t],
+        default=None,
+        help="comma list of evaluations (default: the config's final report)",
+    )
+    parser.add_argument(
+        "--data_dir", default="", help=f"holds {STS_DIR}/, {SICK_FILE}, {STSB_DIR}/"
+    )
+    parser.add_argument("--sts_dir", default="", help="STS 2012-2016 folder (<year>/*.tsv)")
+    parser.add_argument("--sick_path", default="", help="SICK_test_annotated.txt or SICK.txt")
+    parser.add_argument(
+        "--sick_set", default="TEST", help="part of SICK.txt to score ('' for all pairs)"
+    )
+    parser.add_argument("--stsb_dir", default="", help="folder of sts-{train,dev,test}.csv")
+    parser.add_argument("--stsb_split", default="test", help="STS-B split: train, dev or test")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    evaluate(parse_args(argv))
+    return 0
 
 
 def cli() -> None:
-    flags.DEFINE_string("workdir", None, "A finished vtfn_jax.train workdir.", required=True)
-    flags.DEFINE_list("tasks", None, "Entries of config.evals to run (default: the final report).")
-    app.run(main)
+    run_command(main, "vtfn_jax.evaluate")
 
 
 if __name__ == "__main__":

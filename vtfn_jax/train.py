@@ -4,7 +4,7 @@
 kind named by ``config.model.kind`` (``vtfn`` or a baseline from
 ``vtfn_jax.baselines``), runs the evaluators that ``config.evals`` names
 (capsim.eval.evaluators) and writes ``results.json``. Every kind ends as an
-Embedder, so all go through the same evaluation.
+Embedder behind a ``SentenceEncoder``, so all go through the same evaluation.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import ml_collections
 import numpy as np
 
 from capsim.data import glove
-from capsim.data.corpus import CaptionSplit
+from capsim.data.corpus import CaptionSplit, encode_corpus
 from capsim.data.pipeline import training_dataset
 from capsim.eval.correlation import format_table, results_rows
 from capsim.eval.evaluators import Evaluators, Subject
@@ -33,10 +33,13 @@ from vtfn_jax import baselines
 from vtfn_jax.data import VtfnData, prepare_data
 from vtfn_jax.embedders import Embedder, TokenEmbedder
 from vtfn_jax.model import VTFN, build_model, make_loss_fn
+from vtfn_jax.sentence_encoder import SentenceEncoder
 
 logger = logging.getLogger(__name__)
 
 VOCAB_FILE = "vocab.json"
+# The feature source and image-feature size: with vocab.json, enough to rebuild any kind's model.
+DATA_FILE = "data.json"
 
 
 def make_example_fn(split: CaptionSplit, pivot: bool):
@@ -67,15 +70,19 @@ def image_embedder(model: VTFN) -> Callable[[np.ndarray], np.ndarray]:
     return lambda features: np.asarray(model.embed_image(jnp.asarray(features)))
 
 
-def subject_for(data: VtfnData, embedder: Embedder, image_embed: Callable | None) -> Subject:
+def subject_for(data: VtfnData, encoder: SentenceEncoder) -> Subject:
     """Any trained kind (VTFN or a baseline) as the evaluators see it."""
     return Subject(
-        embed=embedder.embed, embed_images=image_embed, splits=data.splits, world=data.world
+        embed=encoder.encode,
+        embed_images=encoder.embed_images,
+        splits=data.splits,
+        world=data.world,
     )
 
 
 def vtfn_subject(model: VTFN, data: VtfnData) -> Subject:
-    return subject_for(data, TokenEmbedder(model, data.vocab, _embed_text), image_embedder(model))
+    embedder = TokenEmbedder(model, data.vocab, _embed_text)
+    return subject_for(data, SentenceEncoder(embedder, image_embedder(model)))
 
 
 def _model_for(config: ml_collections.ConfigDict, data: VtfnData) -> VTFN:
@@ -118,15 +125,53 @@ def _kind(config: ml_collections.ConfigDict):
     return KINDS[config.model.kind]
 
 
-def load_trained(config: ml_collections.ConfigDict, workdir: str | Path):
-    """(data, embedder, image embedder or None) of a finished run, for re-evaluation."""
+def load_kind(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
+    """(embedder, image embedder or None) of the trained kind in ``workdir``."""
+    return _kind(config)[1](config, workdir, data)
+
+
+def run_data(config: ml_collections.ConfigDict, workdir: str | Path) -> VtfnData:
+    """The run's data rebuilt from its config, checked against the vocabulary it trained with."""
     workdir = Path(workdir)
     data = prepare_data(config)
     saved = Vocab.load(workdir / VOCAB_FILE)
     if saved.itos != data.vocab.itos:
         raise ValueError(f"{workdir / VOCAB_FILE} does not match the vocabulary its config builds")
-    embedder, image_embed = _kind(config)[1](config, workdir, data)
+    return data
+
+
+def saved_data(config: ml_collections.ConfigDict, workdir: str | Path) -> VtfnData:
+    """The run's vocabulary and image-feature size, without captions or features: what a
+    kind's load function needs. A workdir from before ``data.json`` rebuilds its data."""
+    workdir = Path(workdir)
+    if not (workdir / DATA_FILE).is_file():
+        logger.info("%s has no %s: rebuilding the run's data", workdir, DATA_FILE)
+        return run_data(config, workdir)
+    vocab = Vocab.load(workdir / VOCAB_FILE)
+    saved = json.loads((workdir / DATA_FILE).read_text())
+    features = np.zeros((0, saved["image_dim"]), np.float32)
+    train = CaptionSplit(encode_corpus([], vocab, config.data.max_len), features)
+    return VtfnData(vocab, {"train": train}, saved["feature_source"], {})
+
+
+def load_trained(config: ml_collections.ConfigDict, workdir: str | Path):
+    """(data, embedder, image embedder or None) of a finished run, for re-evaluation."""
+    data = run_data(config, workdir)
+    embedder, image_embed = load_kind(config, Path(workdir), data)
     return data, embedder, image_embed
+
+
+def evaluate_encoder(
+    evaluators: Evaluators,
+    data: VtfnData,
+    encoder: SentenceEncoder,
+    names: list[str] | None = None,
+) -> dict:
+    """The final-report evaluators (or those named) on an encoder and its run's data."""
+    return {
+        "feature_source": data.feature_source,
+        **evaluators.report(subject_for(data, encoder), names),
+    }
 
 
 def evaluate_trained(
@@ -137,11 +182,8 @@ def evaluate_trained(
     names: list[str] | None = None,
 ) -> dict:
     """The final-report evaluators of ``config.evals`` (or those named) on a trained kind."""
-    subject = subject_for(data, embedder, image_embed)
-    return {
-        "feature_source": data.feature_source,
-        **Evaluators(config.evals).report(subject, names),
-    }
+    encoder = SentenceEncoder(embedder, image_embed, config)
+    return evaluate_encoder(Evaluators(config.evals), data, encoder, names)
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -> dict:
@@ -152,6 +194,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
     data = prepare_data(config)
     if is_main_process():
         data.vocab.save(workdir / VOCAB_FILE)
+        sizes = {"feature_source": data.feature_source, "image_dim": data.image_dim}
+        (workdir / DATA_FILE).write_text(json.dumps(sizes, indent=2) + "\n")
     embedder, image_embed, summary = _kind(config)[0](config, workdir, data)
     results = evaluate_trained(config, data, embedder, image_embed)
     results["train"] = summary

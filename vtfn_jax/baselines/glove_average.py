@@ -20,6 +20,7 @@ from capsim import text
 from capsim.data import glove
 from capsim.train.writers import is_main_process, save_config
 from vtfn_jax.data import VtfnData
+from vtfn_jax.embedders import DEFAULT_BATCH_SIZE
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,8 @@ class WordAverageEmbedder:
         words = vocab.itos[len(text.SPECIALS) :]
         return sum(word in self.row_of for word in words) / len(words) if words else 0.0
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str], batch_size: int = DEFAULT_BATCH_SIZE) -> np.ndarray:
+        """``batch_size`` is the Embedder protocol's; averages are taken on the host, one by one."""
         out = np.zeros((len(texts), self.dim), np.float32)
         for index, sentence in enumerate(texts):
             rows = [self.row_of[t] for t in text.tokenize(sentence) if t in self.row_of]

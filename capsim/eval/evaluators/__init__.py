@@ -6,7 +6,9 @@ Entries with ``every > 0`` run during training every that many steps (their
 numbers are logged as ``name/key``; early stopping watches one of them, e.g.
 ``dev/same_image_auc``); entries with ``every == 0`` make the final report,
 ``results[name]``. Each evaluator gets a ``Subject``: the model as functions
-(``embed``, ``compute_score``, ``embed_images``) and the run's data.
+(``embed``, ``compute_score``, ``embed_images``) and the run's data. An
+evaluator that reads nothing but ``subject.embed`` says so with a class
+attribute ``text_only = True``, so a caller can skip loading the run's data.
 
 Adding an evaluator is one file in this package and one line in ``EVALUATORS``.
 """
@@ -25,6 +27,8 @@ EVALUATORS: dict[str, Callable[..., Evaluator]] = {
     "same_diff": same_diff.SameDiff,
     "retrieval": retrieval.Retrieval,
     "sts": sts.Sts,
+    "sick": sts.SickR,
+    "stsb": sts.StsBenchmark,
     "shapes": shapes.ShapesWorldPairs,
     "judgments": judgments.Judgments,
     "perplexity": perplexity.Perplexity,
@@ -81,10 +85,19 @@ class Evaluators:
                     results[f"{name}/{key}"] = value
         return results
 
-    def report(self, subject: Subject, names: Sequence[str] | None = None) -> dict[str, Any]:
-        """``{name: result}`` of the final-report entries (or of ``names``, any of them)."""
-        chosen = names if names is not None else [n for n, (_, e) in self.entries.items() if not e]
+    def text_only(self, names: Sequence[str] | None = None) -> bool:
+        """Whether the final-report entries (or ``names``) need nothing but ``subject.embed``."""
+        return all(getattr(self.entries[n][0], "text_only", False) for n in self._chosen(names))
+
+    def _chosen(self, names: Sequence[str] | None) -> list[str]:
+        chosen = (
+            list(names) if names is not None else [n for n, (_, e) in self.entries.items() if not e]
+        )
         unknown = [n for n in chosen if n not in self.entries]
         if unknown:
             raise KeyError(f"unknown evaluations {unknown}; this config has {sorted(self.entries)}")
-        return {name: self.entries[name][0](subject) for name in chosen}
+        return chosen
+
+    def report(self, subject: Subject, names: Sequence[str] | None = None) -> dict[str, Any]:
+        """``{name: result}`` of the final-report entries (or of ``names``, any of them)."""
+        return {name: self.entries[name][0](subject) for name in self._chosen(names)}
