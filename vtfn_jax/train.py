@@ -9,6 +9,7 @@ Embedder behind a ``SentenceEncoder``, so all go through the same evaluation.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from capsim.train.loop import steps_for_epochs, train_loop
 from capsim.train.writers import check_workdir, is_main_process
 from vtfn_jax import baselines
 from vtfn_jax.data import VtfnData, prepare_data
-from vtfn_jax.embedders import Embedder, TokenEmbedder
+from vtfn_jax.embedders import DEFAULT_BATCH_SIZE, Embedder, TokenEmbedder
 from vtfn_jax.model import VTFN, build_model, make_loss_fn
 from vtfn_jax.sentence_encoder import SentenceEncoder
 
@@ -71,9 +72,10 @@ def image_embedder(model: VTFN) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def subject_for(data: VtfnData, encoder: SentenceEncoder) -> Subject:
-    """Any trained kind (VTFN or a baseline) as the evaluators see it."""
+    """Any trained kind (VTFN or a baseline) as the evaluators see it; held-out sets
+    embed in larger batches than ``encode``'s default (the vectors are the same)."""
     return Subject(
-        embed=encoder.encode,
+        embed=functools.partial(encoder.encode, batch_size=DEFAULT_BATCH_SIZE),
         embed_images=encoder.embed_images,
         splits=data.splits,
         world=data.world,
