@@ -43,6 +43,7 @@ def trainer_defaults(config: ml_collections.ConfigDict) -> None:
     config.num_steps = -1  # -1: derived from num_epochs and the corpus size
     config.log_every = 50
     config.checkpoint_every = 1000
+    config.input_workers = 0  # grain worker processes building batches (0: in the trainer)
     config.allow_config_change = False  # resume a workdir whose model/data keys differ
     config.optimizer = ml_collections.ConfigDict(
         dict(learning_rate=5e-4, decay_rate=1.0, decay_steps=1000, l2=0.0, clip_norm=5.0)

@@ -93,6 +93,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
         make_example_fn(train),
         global_batch_size=config.batch_size,
         seed=config.seed,
+        workers=config.get("input_workers", 0),
     )
     embedding_init = glove.vectors_for_vocab(
         config.model.glove, vocab, config.model.embed_dim, seed=config.seed

@@ -18,7 +18,7 @@ import pytest
 from flax import nnx
 
 from capsim.data.pipeline import training_dataset
-from capsim.errors import CheckpointError
+from capsim.errors import CheckpointError, DataFormatError
 from capsim.train.checkpoint import find_model_checkpoint, restore_model
 from capsim.train.loop import train_loop
 
@@ -74,9 +74,11 @@ class Periodic:
         return self.fn(model)
 
 
-def run(config, workdir, evaluate=None, every=20):
+def run(config, workdir, evaluate=None, every=20, workers=0):
     model = Regressor(nnx.Rngs(0))
-    data = training_dataset(range(256), make_example, global_batch_size=config.batch_size, seed=1)
+    data = training_dataset(
+        range(256), make_example, global_batch_size=config.batch_size, seed=1, workers=workers
+    )
     periodic = Periodic(evaluate, every) if evaluate else None
     return model, train_loop(config, workdir, model, mse, data, periodic)
 
@@ -105,6 +107,22 @@ def test_resume_continues_exactly(tmp_path):
     np.testing.assert_allclose(resumed.last_loss, full.last_loss, rtol=1e-6)
 
 
+def _losses(workdir: Path) -> list[float]:
+    rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    return [r["train/loss"] for r in rows if "train/loss" in r]
+
+
+def test_grain_workers_give_the_same_batches_in_the_same_order_and_resume(tmp_path):
+    """Two grain worker processes, stopped at step 40 and resumed, train exactly like none."""
+    run(tiny_config(), tmp_path / "in_process")
+    run(tiny_config(num_steps=40), tmp_path / "workers", workers=2)
+    _, resumed = run(tiny_config(), tmp_path / "workers", workers=2)
+    assert resumed.step == 60
+    np.testing.assert_allclose(
+        _losses(tmp_path / "workers"), _losses(tmp_path / "in_process"), rtol=1e-6
+    )
+
+
 def test_resume_after_a_kill_logs_each_step_once(tmp_path):
     run(tiny_config(num_steps=40), tmp_path)  # checkpoints at 20 and 40
     metrics = tmp_path / "metrics.jsonl"
@@ -123,6 +141,26 @@ def test_resume_after_a_kill_logs_each_step_once(tmp_path):
     assert 123.0 not in [
         json.loads(line).get("train/loss") for line in metrics.read_text().splitlines()
     ]
+
+
+def test_a_metrics_row_cut_short_by_a_kill_is_dropped_on_resume(tmp_path):
+    run(tiny_config(num_steps=40), tmp_path)
+    metrics = tmp_path / "metrics.jsonl"
+    with metrics.open("a") as log:
+        log.write('{"step": 41, "train/lo')  # SIGKILL in the middle of a write
+    run(tiny_config(), tmp_path)
+    assert [json.loads(line)["step"] for line in metrics.read_text().splitlines()] == list(
+        range(5, 61, 5)
+    )
+
+
+def test_a_damaged_metrics_row_is_an_error_naming_file_and_line(tmp_path):
+    run(tiny_config(num_steps=20), tmp_path)
+    metrics = tmp_path / "metrics.jsonl"
+    lines = metrics.read_text().splitlines(keepends=True)
+    metrics.write_text(lines[0] + "garbage\n" + "".join(lines[1:]))
+    with pytest.raises(DataFormatError, match=r"metrics.jsonl:2"):
+        run(tiny_config(), tmp_path)
 
 
 def _damage(checkpoint: Path, how: str) -> None:

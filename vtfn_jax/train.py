@@ -103,6 +103,7 @@ def train_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData)
         make_example_fn(train, pivot=config.loss.pivot_weight > 0),
         global_batch_size=config.batch_size,
         seed=config.seed,
+        workers=config.get("input_workers", 0),
     )
     model = _model_for(config, data)
     evaluators = Evaluators(config.evals, lambda m: vtfn_subject(m, data))

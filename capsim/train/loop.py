@@ -8,9 +8,11 @@ jit shardings and orbax see plain pytrees; it is compiled over a 1-D data mesh
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
+import os
 import signal
 import sys
 import threading
@@ -28,6 +30,9 @@ from flax import nnx
 from capsim.train import mesh as mesh_lib
 from capsim.train.checkpoint import BEST_DIR, CHECKPOINT_DIR, Checkpointer
 from capsim.train.writers import MetricWriter, Progress, save_config
+
+# Exit status of a process that stops because a peer process died.
+PEER_FAILURE_EXIT_CODE = 75  # EX_TEMPFAIL: rerunning the same command resumes
 
 LossFn = Callable[[nnx.Module, Mapping[str, jax.Array], jax.Array], tuple[jax.Array, dict]]
 
@@ -175,6 +180,33 @@ class _Preemption:
             signal.signal(signal.SIGTERM, self._previous)
 
 
+@contextlib.contextmanager
+def _exit_if_a_peer_fails(checkpoints: Checkpointer) -> Iterator[None]:
+    """Stops this process at once when a collective fails in a multi-process run.
+
+    A peer that dies (SIGKILL, lost host) breaks the next all-reduce. Raising
+    would leave jax's shutdown barrier waiting for the dead peer until the
+    heartbeat timeout (capsim.train.mesh.HEARTBEAT_ENV) and then abort, so the
+    survivor says why and exits 1 without that wait. Every checkpoint save has
+    finished by then (each save is awaited), so rerunning the same command on
+    every host resumes from the last one.
+    """
+    try:
+        yield
+    except jax.errors.JaxRuntimeError as error:
+        if jax.process_count() == 1:
+            raise
+        print(
+            f"process {jax.process_index()} of {jax.process_count()}: a collective failed "
+            f"({str(error).splitlines()[0]}); another process of this run most likely died. "
+            f"Rerun the same command on every host to resume from the last checkpoint "
+            f"(step {checkpoints.latest_step()}) in {checkpoints.directory}",
+            file=sys.stderr,
+            flush=True,
+        )
+        os._exit(PEER_FAILURE_EXIT_CODE)
+
+
 def _check_finite(loss: float, step: int, checkpoints: Checkpointer) -> None:
     """Stops a diverged run, naming the step and the last good checkpoint."""
     if not np.isfinite(loss):
@@ -245,53 +277,54 @@ def train_loop(
         return eval_model
 
     preemption = _Preemption()
-    while step < config.num_steps and not stopping.should_stop:  # a stopped run stays stopped
-        batch = mesh_lib.global_batch(next(data_iter), mesh)
-        state, metrics = train_step(state, batch, jax.random.fold_in(base_key, step))
-        step += 1
-        done = step == config.num_steps
-        if step % config.log_every == 0 or done:
-            scalars = {k: float(v) for k, v in mesh_lib.to_local(metrics).items()}
-            last_loss = scalars["loss"]
-            _check_finite(last_loss, step, checkpoints)
-            speeds.append(progress.report(step, final=done, loss=last_loss))
-            scalars["examples_per_second"] = speeds[-1]
-            writer.write(step, {f"train/{k}": v for k, v in scalars.items()})
-        results = {}
-        if every and (step % every == 0 or done):
-            due = evaluate.during_training(local_model(), step, done)
-            results = {k: float(v) for k, v in due.items()}
-        if results:
-            history.append({"step": step, **results})
-            writer.write(step, results)
-            logging.info("step %d eval %s", step, results)
-        if es.metric in results and stopping.update(results[es.metric]):
-            sync_objects()
-            best_checkpoints.save(step, model=model, meta={es.metric: results[es.metric]})
-            best_checkpoints.wait()
-        preempted = preemption.requested
-        if step % config.checkpoint_every == 0 or done or stopping.should_stop or preempted:
-            sync_objects()
-            checkpoints.save(
-                step,
-                model=model,
-                optimizer=optimizer,
-                data_iterator=data_iter,
-                meta=stopping.meta(),
-            )
-            checkpoints.wait()
-        if preempted:
-            writer.close()
-            print(
-                f"SIGTERM: saved a checkpoint at step {step} in {checkpoints.directory}; "
-                "rerun the same command to resume",
-                file=sys.stderr,
-                flush=True,
-            )
-            sys.exit(0)
-        if stopping.should_stop:
-            logging.info("early stopping at step %d: %s did not improve", step, es.metric)
-            break
+    with _exit_if_a_peer_fails(checkpoints):
+        while step < config.num_steps and not stopping.should_stop:  # a stopped run stays stopped
+            batch = mesh_lib.global_batch(next(data_iter), mesh)
+            state, metrics = train_step(state, batch, jax.random.fold_in(base_key, step))
+            step += 1
+            done = step == config.num_steps
+            if step % config.log_every == 0 or done:
+                scalars = {k: float(v) for k, v in mesh_lib.to_local(metrics).items()}
+                last_loss = scalars["loss"]
+                _check_finite(last_loss, step, checkpoints)
+                speeds.append(progress.report(step, final=done, loss=last_loss))
+                scalars["examples_per_second"] = speeds[-1]
+                writer.write(step, {f"train/{k}": v for k, v in scalars.items()})
+            results = {}
+            if every and (step % every == 0 or done):
+                due = evaluate.during_training(local_model(), step, done)
+                results = {k: float(v) for k, v in due.items()}
+            if results:
+                history.append({"step": step, **results})
+                writer.write(step, results)
+                logging.info("step %d eval %s", step, results)
+            if es.metric in results and stopping.update(results[es.metric]):
+                sync_objects()
+                best_checkpoints.save(step, model=model, meta={es.metric: results[es.metric]})
+                best_checkpoints.wait()
+            preempted = preemption.requested
+            if step % config.checkpoint_every == 0 or done or stopping.should_stop or preempted:
+                sync_objects()
+                checkpoints.save(
+                    step,
+                    model=model,
+                    optimizer=optimizer,
+                    data_iterator=data_iter,
+                    meta=stopping.meta(),
+                )
+                checkpoints.wait()
+            if preempted:
+                writer.close()
+                print(
+                    f"SIGTERM: saved a checkpoint at step {step} in {checkpoints.directory}; "
+                    "rerun the same command to resume",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                sys.exit(0)
+            if stopping.should_stop:
+                logging.info("early stopping at step %d: %s did not improve", step, es.metric)
+                break
 
     preemption.close()
     nnx.update((model, optimizer), mesh_lib.to_local(state))

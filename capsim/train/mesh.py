@@ -18,6 +18,11 @@ from jax.sharding import PartitionSpec as P
 
 DATA_AXIS = "data"
 
+# Seconds without a heartbeat after which jax.distributed declares a process dead
+# and stops the others (jax's default is 100). This is the run's timeout for a
+# peer that hangs or vanishes without closing its connections.
+HEARTBEAT_ENV = "CAPSIM_HEARTBEAT_TIMEOUT_S"
+
 # Environment variables that mean "this process is one of several".
 _MULTI_PROCESS_HINTS = ("JAX_COORDINATOR_ADDRESS", "SLURM_NTASKS", "TPU_WORKER_HOSTNAMES")
 
@@ -28,6 +33,7 @@ def maybe_initialize_distributed() -> None:
     On TPU pods and under SLURM ``jax.distributed.initialize()`` needs no
     arguments. For a hand-started run (e.g. two CPU processes on localhost), set
     JAX_COORDINATOR_ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID.
+    CAPSIM_HEARTBEAT_TIMEOUT_S bounds how long survivors wait on a hung peer.
     """
     if jax.distributed.is_initialized():
         return
@@ -42,6 +48,8 @@ def maybe_initialize_distributed() -> None:
             num_processes=int(os.environ["JAX_NUM_PROCESSES"]),
             process_id=int(os.environ["JAX_PROCESS_ID"]),
         )
+    if HEARTBEAT_ENV in os.environ:
+        kwargs["heartbeat_timeout_seconds"] = int(os.environ[HEARTBEAT_ENV])
     jax.distributed.initialize(**kwargs)
     logging.info(
         "jax.distributed: process %d of %d, %d global devices",

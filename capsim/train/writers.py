@@ -16,7 +16,7 @@ from pathlib import Path
 import jax
 import ml_collections
 
-from capsim.errors import CapsimError
+from capsim.errors import CapsimError, DataFormatError
 
 
 def is_main_process() -> bool:
@@ -86,16 +86,28 @@ def load_config(workdir: str | Path) -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict(json.loads(path.read_text()))
 
 
+def _row_step(path: Path, number: int, line: str) -> int:
+    try:
+        return int(json.loads(line)["step"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise DataFormatError(path, f"not a metrics row ({error})", number) from error
+
+
 def _drop_rows_after(path: Path, step: int) -> int:
     """Rewrites metrics.jsonl without the rows past ``step`` (atomically); returns how many.
 
     A run killed between a log line and its next checkpoint resumes from that
     checkpoint and logs those steps again; dropping them keeps one row per step.
+    A last row without its newline was cut short by the kill and goes too.
     """
     if not path.exists():
         return 0
     lines = path.read_text().splitlines(keepends=True)
-    kept = [line for line in lines if not line.strip() or json.loads(line)["step"] <= step]
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] = ""  # a row cut short by a kill mid-write; its step is logged again
+    kept = [
+        line for n, line in enumerate(lines, 1) if line.strip() and _row_step(path, n, line) <= step
+    ]
     if len(kept) < len(lines):
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text("".join(kept))

@@ -201,6 +201,7 @@ def _train(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, wit
         make_example_fn(train, with_image),
         global_batch_size=config.batch_size,
         seed=config.seed,
+        workers=config.get("input_workers", 0),
     )
     model = build_language_model(config, data, with_image)
     evaluators = Evaluators(config.evals, lambda m: subject_of(m, data, with_image))
