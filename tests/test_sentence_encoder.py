@@ -217,10 +217,10 @@ def test_baselines_load_the_same_way(kind, model, tmp_path):
     encoder = SentenceEncoder.from_checkpoint(workdir)
     assert encoder.embed_images is None
     _, embedder, _ = train.load_trained(config, workdir)
-    vectors = encoder.encode(SENTENCES, batch_size=3)
-    np.testing.assert_allclose(vectors, embedder.embed(SENTENCES), atol=1e-6)
-    np.testing.assert_allclose(vectors, encoder.encode(SENTENCES, batch_size=64), atol=1e-6)
-    assert vectors.shape == (len(SENTENCES), 16) and not np.any(vectors[[3, 5]])
+    short = SENTENCES[:6]  # the long one's buckets cost a GRU many compilations
+    vectors = encoder.encode(short, batch_size=3)
+    np.testing.assert_allclose(vectors, embedder.embed(short, batch_size=64), atol=1e-6)
+    assert vectors.shape == (len(short), 16) and not np.any(vectors[[3, 5]])
 
 
 # ---------------------------------------------------------------- SICK-R and STS-B evaluators

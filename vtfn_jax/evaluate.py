@@ -20,6 +20,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
+from capsim.errors import CheckpointError
 from capsim.eval.correlation import format_table, results_rows
 from capsim.eval.evaluators import Evaluators
 from capsim.train.entry import run_command
@@ -54,6 +55,8 @@ def evaluate(args: argparse.Namespace) -> dict:
     workdir = Path(args.workdir)
     encoder = SentenceEncoder.from_checkpoint(workdir)
     config = encoder.config
+    if "evals" not in config:
+        raise CheckpointError(f"{workdir}/config.json has no 'evals': it predates them; retrain")
     evals = {name: dict(entry) for name, entry in config.evals.items()}
     entries, named = similarity_entries(args, args.data_dir or config.data.data_dir)
     for name, entry in entries.items():
