@@ -52,20 +52,20 @@ def load_corpora(
     raise ValueError(f"config.data.source must be 'shapes_world' or 'files', got {data.source!r}")
 
 
-def make_example_fn(corpus: corpus_lib.EncodedCorpus):
-    """An anchor caption plus a different caption of the same image (when it has one)."""
+def make_batch_fn(corpus: corpus_lib.EncodedCorpus):
+    """Anchor captions plus a different caption of the same image each (when it has one)."""
 
-    def make_example(row: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        similar = corpus.other_caption(row, rng)
+    def make_batch(rows: np.ndarray, draws: np.ndarray) -> dict[str, np.ndarray]:
+        similar = corpus.other_captions(rows, draws)
         return {
-            "anchor_ids": corpus.ids[row],
-            "anchor_mask": corpus.mask[row],
+            "anchor_ids": corpus.ids[rows],
+            "anchor_mask": corpus.mask[rows],
             "similar_ids": corpus.ids[similar],
             "similar_mask": corpus.mask[similar],
-            "group": corpus.image_index[row],
+            "group": corpus.image_index[rows],
         }
 
-    return make_example
+    return make_batch
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -> dict:
@@ -89,8 +89,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
     )
     steps_for_epochs(config, len(train))
     dataset = training_dataset(
-        range(len(train)),
-        make_example_fn(train),
+        len(train),
+        make_batch_fn(train),
         global_batch_size=config.batch_size,
         seed=config.seed,
         workers=config.get("input_workers", 0),

@@ -43,24 +43,24 @@ VOCAB_FILE = "vocab.json"
 DATA_FILE = "data.json"
 
 
-def make_example_fn(split: CaptionSplit, pivot: bool):
-    """One caption with its image's features (and, for the pivot loss, another caption of it)."""
+def make_batch_fn(split: CaptionSplit, pivot: bool):
+    """Captions with their images' features (and, for the pivot loss, other captions of them)."""
     corpus = split.corpus
 
-    def make_example(row: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        image = corpus.image_index[row]
-        example = {
-            "ids": corpus.ids[row],
-            "mask": corpus.mask[row],
-            "features": split.features[image],
-            "group": np.int32(image),
+    def make_batch(rows: np.ndarray, draws: np.ndarray) -> dict[str, np.ndarray]:
+        images = corpus.image_index[rows]
+        batch = {
+            "ids": corpus.ids[rows],
+            "mask": corpus.mask[rows],
+            "features": split.features[images],
+            "group": images.astype(np.int32),
         }
         if pivot:
-            other = corpus.other_caption(row, rng)
-            example["pivot_ids"], example["pivot_mask"] = corpus.ids[other], corpus.mask[other]
-        return example
+            other = corpus.other_captions(rows, draws)
+            batch["pivot_ids"], batch["pivot_mask"] = corpus.ids[other], corpus.mask[other]
+        return batch
 
-    return make_example
+    return make_batch
 
 
 def _embed_text(model: VTFN, ids, mask):
@@ -99,8 +99,8 @@ def train_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData)
     train = data.splits["train"]
     steps_for_epochs(config, len(train.corpus))
     dataset = training_dataset(
-        range(len(train.corpus)),
-        make_example_fn(train, pivot=config.loss.pivot_weight > 0),
+        len(train.corpus),
+        make_batch_fn(train, pivot=config.loss.pivot_weight > 0),
         global_batch_size=config.batch_size,
         seed=config.seed,
         workers=config.get("input_workers", 0),

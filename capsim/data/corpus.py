@@ -8,6 +8,7 @@ vocabulary and turns text into padded id arrays.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 from collections.abc import Sequence
 from pathlib import Path
@@ -102,11 +103,29 @@ class EncodedCorpus:
     def __len__(self) -> int:
         return len(self.records)
 
-    def other_caption(self, row: int, rng: np.random.Generator) -> int:
-        """A random different caption of row's image (row itself when the image has one caption)."""
-        siblings = self.captions_of_image[self.image_index[row]]
-        others = siblings[siblings != row]
-        return int(rng.choice(others)) if len(others) else row
+    def other_captions(self, rows: np.ndarray, draws: np.ndarray) -> np.ndarray:
+        """For each row, a different caption of its image, picked by its draw in [0, 1).
+
+        A row whose image has one caption gets itself. Vectorised over a batch:
+        captions sorted by image, each row picks among its image's others by rank.
+        """
+        order, start, count, rank = self._by_image
+        images = self.image_index[rows]
+        others = count[images] - 1
+        pick = np.minimum((np.asarray(draws) * np.maximum(others, 1)).astype(np.int64), others - 1)
+        pick += pick >= rank[rows]  # skip the row itself
+        chosen = order[start[images] + np.maximum(pick, 0)]
+        return np.where(others > 0, chosen, rows)
+
+    @functools.cached_property
+    def _by_image(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Caption rows sorted by image; each image's first position and count; each row's rank."""
+        order = np.argsort(self.image_index, kind="stable")
+        count = np.bincount(self.image_index, minlength=len(self.image_ids))
+        start = np.concatenate([[0], np.cumsum(count)[:-1]])
+        rank = np.empty(len(order), np.int64)
+        rank[order] = np.arange(len(order)) - start[self.image_index[order]]
+        return order, start, count, rank
 
     def texts_by_image(self) -> dict[str, list[str]]:
         return {

@@ -181,24 +181,24 @@ def build_language_model(
     )
 
 
-def make_example_fn(split: CaptionSplit, with_image: bool):
+def make_batch_fn(split: CaptionSplit, with_image: bool):
     corpus = split.corpus
 
-    def make_example(row: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        example = {"ids": corpus.ids[row], "mask": corpus.mask[row]}
+    def make_batch(rows: np.ndarray, draws: np.ndarray) -> dict[str, np.ndarray]:
+        batch = {"ids": corpus.ids[rows], "mask": corpus.mask[rows]}
         if with_image:
-            example["features"] = np.asarray(split.features[corpus.image_index[row]], np.float32)
-        return example
+            batch["features"] = np.asarray(split.features[corpus.image_index[rows]], np.float32)
+        return batch
 
-    return make_example
+    return make_batch
 
 
 def _train(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, with_image: bool):
     train = data.splits["train"]
     steps_for_epochs(config, len(train.corpus))
     dataset = training_dataset(
-        range(len(train.corpus)),
-        make_example_fn(train, with_image),
+        len(train.corpus),
+        make_batch_fn(train, with_image),
         global_batch_size=config.batch_size,
         seed=config.seed,
         workers=config.get("input_workers", 0),

@@ -1,0 +1,87 @@
+"""The batch-gathering input pipeline: fixed random numbers, whole epochs, any process count."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from capsim import text
+from capsim.data import corpus as corpus_lib
+from capsim.data import pipeline
+from capsim.data.records import CaptionRecord
+
+
+def _batches(dataset, count):
+    iterator = iter(dataset)
+    return [next(iterator) for _ in range(count)]
+
+
+def _rows_and_draws(rows, draws):
+    return {"rows": rows.copy(), "draws": draws}
+
+
+def test_uniform_draws_are_fixed_by_seed_and_position_and_uniform():
+    positions = np.arange(100_000)
+    draws = pipeline.uniform_draws(3, positions)
+    assert draws.min() >= 0.0 and draws.max() < 1.0
+    np.testing.assert_array_equal(draws[1234:1240], pipeline.uniform_draws(3, positions[1234:1240]))
+    assert stats.kstest(draws, "uniform").pvalue > 1e-3
+    assert not np.array_equal(draws[:100], pipeline.uniform_draws(4, positions[:100]))
+
+
+def test_each_epoch_visits_every_example_once_in_a_new_order():
+    dataset = pipeline.training_dataset(48, _rows_and_draws, global_batch_size=8, seed=0)
+    batches = _batches(dataset, 12)  # two epochs of 6 batches
+    first = np.concatenate([b["rows"] for b in batches[:6]])
+    second = np.concatenate([b["rows"] for b in batches[6:]])
+    assert sorted(first) == list(range(48)) and sorted(second) == list(range(48))
+    assert not np.array_equal(first, second)
+
+
+def test_processes_take_contiguous_blocks_of_the_same_global_batch(monkeypatch):
+    whole = _batches(pipeline.training_dataset(40, _rows_and_draws, global_batch_size=8, seed=5), 7)
+    monkeypatch.setattr(pipeline.jax, "process_count", lambda: 2)
+    shares = []
+    for index in range(2):
+        monkeypatch.setattr(pipeline.jax, "process_index", lambda index=index: index)
+        dataset = pipeline.training_dataset(40, _rows_and_draws, global_batch_size=8, seed=5)
+        shares.append(_batches(dataset, 7))
+    for full, zero, one in zip(whole, *shares, strict=True):
+        for key in ("rows", "draws"):
+            np.testing.assert_array_equal(np.concatenate([zero[key], one[key]]), full[key])
+
+
+def _corpus(captions_per_image: list[int]) -> corpus_lib.EncodedCorpus:
+    records = [
+        CaptionRecord(f"img{image}", f"{image}-{n}", f"caption {n} of {image}", "train")
+        for image, count in enumerate(captions_per_image)
+        for n in range(count)
+    ]
+    records = [records[i] for i in np.random.default_rng(0).permutation(len(records))]
+    vocab = text.Vocab.build(text.tokenize(r.text) for r in records)
+    return corpus_lib.encode_corpus(records, vocab, max_len=8)
+
+
+def test_other_captions_pick_every_other_caption_of_the_image_evenly():
+    corpus = _corpus([1, 2, 5, 3])
+    draws = np.random.default_rng(1).random(20_000)
+    for row in range(len(corpus)):
+        siblings = set(corpus.captions_of_image[corpus.image_index[row]].tolist()) - {row}
+        chosen = corpus.other_captions(np.full(len(draws), row), draws)
+        if not siblings:
+            assert set(chosen.tolist()) == {row}
+            continue
+        assert set(chosen.tolist()) == siblings
+        counts = np.bincount(chosen, minlength=len(corpus))[sorted(siblings)]
+        if len(counts) > 1:
+            assert stats.chisquare(counts).pvalue > 1e-3
+
+
+@pytest.mark.parametrize("draw", [0.0, 0.999999])
+def test_other_captions_at_the_ends_of_the_draw_range(draw):
+    corpus = _corpus([4, 2])
+    rows = np.arange(len(corpus))
+    chosen = corpus.other_captions(rows, np.full(len(rows), draw))
+    assert np.all(chosen != rows)
+    assert np.array_equal(corpus.image_index[chosen], corpus.image_index[rows])
