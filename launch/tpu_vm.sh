@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Train on every worker of a Cloud TPU VM (a single host or a pod slice).
 #
-#   launch/tpu_vm.sh TPU_NAME ZONE CONFIG[:ARG] WORKDIR
+#   launch/tpu_vm.sh TPU_NAME ZONE CONFIG[:ARG] WORKDIR [TRAINER FLAG ...]
 #   launch/tpu_vm.sh my-v4-32 us-central2-b configs/coco_gru.py:data_dir=/mnt/data /mnt/runs/coco_gru
+#   MODULE=i2ce_jax.train launch/tpu_vm.sh my-v5e-8 us-west4-a \
+#       configs/i2ce_coco_margin.py:data_dir=/mnt/data /mnt/runs/margin --config.model.dtype=bfloat16
 #
+# Flags after WORKDIR go to the trainer unchanged (quoted for the remote shell).
 # Each worker clones (or updates) the repository, installs it with JAX's TPU
 # wheels, then all workers start the same training command at once. On a pod
 # slice, jax.distributed.initialize() finds the other workers by itself
@@ -17,8 +20,8 @@
 # python3). Untested here: written without access to a TPU.
 set -euo pipefail
 
-if [[ $# -ne 4 ]]; then
-  echo "usage: $0 TPU_NAME ZONE CONFIG[:ARG] WORKDIR" >&2
+if [[ $# -lt 4 ]]; then
+  echo "usage: $0 TPU_NAME ZONE CONFIG[:ARG] WORKDIR [TRAINER FLAG ...]" >&2
   exit 2
 fi
 TPU_NAME=$1
@@ -29,6 +32,10 @@ MODULE=${MODULE:-vtfn_jax.train}
 REPO_URL=${REPO_URL:-https://github.com/capsim-dev/capsim}
 BRANCH=${BRANCH:-main}
 PYTHON=${PYTHON:-python3}
+TRAINER_FLAGS=""
+if [[ $# -gt 4 ]]; then
+  TRAINER_FLAGS=$(printf ' %q' "${@:5}")
+fi
 
 on_all_workers() {
   gcloud compute tpus tpu-vm ssh "$TPU_NAME" --zone="$ZONE" --worker=all --command="$1"
@@ -39,4 +46,4 @@ on_all_workers "set -e
   cd capsim && git fetch --quiet origin && git checkout --quiet '$BRANCH' && git pull --quiet --ff-only
   $PYTHON -m pip install --quiet -e '.[all]' 'jax[tpu]>=0.10,<0.11'"
 
-on_all_workers "cd capsim && $PYTHON -m '$MODULE' --config='$CONFIG' --workdir='$WORKDIR'"
+on_all_workers "cd capsim && $PYTHON -m '$MODULE' --config='$CONFIG' --workdir='$WORKDIR'$TRAINER_FLAGS"
