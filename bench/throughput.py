@@ -1,23 +1,26 @@
 """Training and scoring throughput against reference implementations, side by side in one run.
 
-    python bench/throughput.py [--steps 50] [--warmup 5] [--batch_size 128]
+    python bench/throughput.py [--steps 10] [--rounds 5] [--warmup 3] [--only train|score]
 
 Training: examples/s of the library's real jit-compiled step (capsim.train.loop.
 make_train_step over the data mesh, set up as train_loop does) against a PyTorch
 twin of the same model (bench/torch_reference.py: same sizes, same parameter
-count, same loss, same optimizer, started from the same weights) for VTFN-BOW,
-VTFN-GRU and I2CE with the margin branch. Both consume the same synthetic
-batches (caption lengths 8-20 tokens, vocabulary 5000, 2048-d image features);
-timed steps alternate between the two frameworks in rounds, after warmup
-(JAX compilation excluded). Scoring: captions/s of I2CEScorer.compute_score and
-of capsim's Bleu(4)+CiderD against pycocoevalcap's Bleu(4)+Cider on the same
-Flickr8k-Expert candidates with 5 references each, using the packaged I2CE
-model; pycocoevalcap both as users run it (Java PTBTokenizer first) and on
-pre-tokenised text; ratios per round, median/min/max over ``--rounds``.
+count, same loss, same optimizer, started from the same weights) for I2CE at the
+paper's scale and at the default config, and VTFN's text towers. Both consume
+the same synthetic batches; each of ``--rounds`` rounds runs ``--steps`` steps
+per side, alternating who goes first, after warmup (JAX compilation excluded).
+Each row also has its hand-counted FLOPs per step (bench/flops.py), the FLOP/s
+that gives, and its share of the machine's matmul peak measured in the same run.
+The trainers' input pipelines are timed too, on a COCO-sized synthetic corpus,
+against a per-example design and against the fastest training step.
+Scoring: captions/s of I2CEScorer.compute_score and of capsim's Bleu(4)+CiderD
+against pycocoevalcap's Bleu(4)+Cider on the same Flickr8k-Expert candidates
+with 5 references each, using the packaged I2CE model; pycocoevalcap both as
+users run it (Java PTBTokenizer first) and on pre-tokenised text.
 
-Every figure is a ratio measured on the same machine in the same process.
-Writes bench/results/throughput.json and the "## Throughput" section of
-bench/RESULTS.md.
+Every ratio is taken per round and reported as median, min and max, with the
+load average around it. Writes bench/results/throughput.json and the
+"## Throughput" and "## Scoring throughput" sections of bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -40,7 +43,6 @@ import argparse
 import contextlib
 import dataclasses
 import io
-import itertools
 import json
 import platform
 import shutil
@@ -49,6 +51,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+import flops
+import grain
 import jax
 import jax.numpy as jnp
 import ml_collections
@@ -61,13 +65,17 @@ from pycocoevalcap.cider.cider import Cider as CocoCider
 from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
 from capsim import text
+from capsim.data import corpus as corpus_lib
+from capsim.data.pipeline import READ_OPTIONS, training_dataset
 from capsim.eval.ngram import Bleu, CiderD
 from capsim.train import mesh as mesh_lib
 from capsim.train.loop import make_optimizer, make_train_step
 from configs import i2ce_common, vtfn_common
 from i2ce_jax import model as i2ce_model
+from i2ce_jax import train as i2ce_train
 from i2ce_jax.scorer import I2CEScorer
 from vtfn_jax import model as vtfn_model
+from vtfn_jax import train as vtfn_train
 
 from results_md import update_section
 
@@ -84,29 +92,49 @@ IMAGE_DIM = 2048
 MIN_TOKENS, MAX_TOKENS = 8, 20
 FIRST_WORD_ID = len(text.SPECIALS)
 DISTINCT_BATCHES = 4
-INTERLEAVE_ROUNDS = 5
-SCORING_ROUNDS = 5
+ROUNDS = 5
 SCORING_SECTION = "## Scoring throughput"
 BLEU_ORDER = 4
+COCO_IMAGES = 123_287  # COCO 2014 train + val, the images VTFN trains on at scale
+MATMUL_SIZE = 2048  # the peak: a 2048 x 2048 x 2048 float32 product, timed in the same run
+
+
+def _i2ce_paper() -> ml_collections.ConfigDict:
+    """The paper's scale: batch 128, 20 tokens, embed 300, hidden 512, margin branch."""
+    config = i2ce_common.coco_config(None, loss="margin")
+    config.model.embed_dim, config.model.hidden_dim, config.data.max_len = 300, 512, 20
+    return config
+
 
 # name -> the model's real training config.
 TRAINING_MODELS: dict[str, Callable[[], ml_collections.ConfigDict]] = {
+    "I2CE-paper": _i2ce_paper,
+    "I2CE-default": lambda: i2ce_common.coco_config(None, loss="margin"),
     "VTFN-BOW": lambda: vtfn_common.vtfn_config(None, encoder="bow_sum", source="files"),
     "VTFN-GRU": lambda: vtfn_common.vtfn_config(None, encoder="gru", source="files"),
-    "I2CE (margin)": lambda: i2ce_common.coco_config(None, loss="margin"),
+    "VTFN-LSTM": lambda: vtfn_common.vtfn_config(None, encoder="lstm", source="files"),
+    "VTFN-CNN": lambda: vtfn_common.vtfn_config(None, encoder="cnn", source="files"),
 }
+# Rows whose vocabulary is not VOCAB_SIZE: the paper's 10,000 and the default config's cap.
+ROW_VOCAB = {"I2CE-paper": 10_000, "I2CE-default": 6000}
+# Rows whose captions all fill max_len (the paper-scale shape the FLOPs are counted for).
+FULL_LENGTH = {"I2CE-paper"}
 
 HostBatch = dict[str, np.ndarray]
 
 
 @dataclasses.dataclass(frozen=True)
 class Sizes:
-    """Batch and model sizes; ``width`` shrinks every embedding/hidden size (tests)."""
+    """Batch and model sizes; ``width`` shrinks every embedding/hidden size and ``vocab_size``
+    overrides each row's own vocabulary (tests)."""
 
     batch_size: int = 128
-    vocab_size: int = VOCAB_SIZE
+    vocab_size: int | None = None
     image_dim: int = IMAGE_DIM
     width: int | None = None
+
+    def vocab_for(self, name: str) -> int:
+        return self.vocab_size or ROW_VOCAB.get(name, VOCAB_SIZE)
 
 
 def is_vtfn(name: str) -> bool:
@@ -129,11 +157,12 @@ def synthetic_batches(
     """A few host batches shaped as the model's input pipeline yields them."""
     rng = np.random.default_rng(seed)
     batch_size, max_len = sizes.batch_size, config.data.max_len
+    shortest = max_len if name in FULL_LENGTH else MIN_TOKENS
     batches = []
     for _ in range(DISTINCT_BATCHES):
-        lengths = rng.integers(MIN_TOKENS, min(MAX_TOKENS, max_len) + 1, batch_size)
+        lengths = rng.integers(shortest, min(MAX_TOKENS, max_len) + 1, batch_size)
         mask = np.arange(max_len)[None, :] < lengths[:, None]
-        words = rng.integers(FIRST_WORD_ID, sizes.vocab_size, (batch_size, max_len))
+        words = rng.integers(FIRST_WORD_ID, sizes.vocab_for(name), (batch_size, max_len))
         ids = np.where(mask, words, text.PAD_ID).astype(np.int32)
         ids[:, 0] = text.BOS_ID
         ids[np.arange(batch_size), lengths - 1] = text.EOS_ID
@@ -171,14 +200,15 @@ class TrainingPair:
 
 def build_pair(name: str, sizes: Sizes) -> TrainingPair:
     config = model_config(name, sizes)
+    vocab_size = sizes.vocab_for(name)
     if is_vtfn(name):
-        jax_model = vtfn_model.build_model(config, sizes.vocab_size, sizes.image_dim)
+        jax_model = vtfn_model.build_model(config, vocab_size, sizes.image_dim)
         loss_fn = vtfn_model.make_loss_fn(config)
-        torch_model = torch_reference.VTFNReference(config, sizes.vocab_size, sizes.image_dim)
+        torch_model = torch_reference.VTFNReference(config, vocab_size, sizes.image_dim)
     else:
-        jax_model = i2ce_model.build_model(config, sizes.vocab_size)
+        jax_model = i2ce_model.build_model(config, vocab_size)
         loss_fn = i2ce_model.make_loss_fn(config)
-        torch_model = torch_reference.I2CEReference(config, sizes.vocab_size)
+        torch_model = torch_reference.I2CEReference(config, vocab_size)
     torch_reference.copy_flax_params(torch_model, flax_params(jax_model))
     return TrainingPair(name, config, jax_model, loss_fn, torch_model)
 
@@ -230,59 +260,196 @@ class TorchRunner:
             self.trainer.step(batch)
 
 
-def time_interleaved(
-    runners: Mapping[str, Callable[[list], None]],
-    make_chunk: Callable[[int, int], list],
-    warmup: int,
-    steps: int,
-    rounds: int = INTERLEAVE_ROUNDS,
-) -> dict[str, float]:
-    """Seconds each runner spends on ``steps`` items, run in alternating rounds after warmup.
+def time_rounds(runners: Mapping[str, Callable[[int], None]], rounds: int) -> dict[str, list]:
+    """Seconds of each runner per round; ``runner(round_index)`` does one round's work.
 
-    Alternating (and swapping who goes first each round) spreads any change in
-    machine load over both sides. ``make_chunk(start, count)`` gives the items.
+    Rounds alternate the runners (who goes first swaps each round), so a change
+    in machine load falls on both sides; ratios are taken per round.
     """
-    for run in runners.values():
-        run(make_chunk(0, warmup))
-    rounds = max(1, min(rounds, steps))
-    bounds = np.linspace(0, steps, rounds + 1).astype(int)
-    elapsed = dict.fromkeys(runners, 0.0)
+    seconds: dict[str, list[float]] = {name: [] for name in runners}
     names = list(runners)
-    for index, (start, stop) in enumerate(itertools.pairwise(bounds)):
-        chunk = make_chunk(warmup + int(start), int(stop - start))
+    for index in range(rounds):
         for name in names if index % 2 == 0 else names[::-1]:
             began = time.perf_counter()
-            runners[name](chunk)
-            elapsed[name] += time.perf_counter() - began
-    return elapsed
+            runners[name](index)
+            seconds[name].append(time.perf_counter() - began)
+    return seconds
+
+
+def ratio_summary(ours: Sequence[float], reference: Sequence[float]) -> dict[str, float]:
+    """Per-round speed ratios (reference seconds / our seconds): median, min and max."""
+    ratios = np.asarray(reference) / np.asarray(ours)
+    return {
+        "ratio_median": float(np.median(ratios)),
+        "ratio_min": float(ratios.min()),
+        "ratio_max": float(ratios.max()),
+    }
+
+
+def step_flops(name: str, config: ml_collections.ConfigDict, sizes: Sizes) -> int:
+    """Hand-counted model FLOPs of one training step (bench/flops.py)."""
+    if is_vtfn(name):
+        return flops.vtfn_step_flops(config, sizes.image_dim).training
+    return flops.i2ce_step_flops(config, sizes.vocab_for(name)).training
 
 
 def measure_training(
-    name: str, *, steps: int, warmup: int, sizes: Sizes = Sizes(), rounds: int = INTERLEAVE_ROUNDS
+    name: str, *, steps: int, warmup: int, sizes: Sizes = Sizes(), rounds: int = ROUNDS
 ) -> dict:
-    """Training examples/s of the JAX step and the torch twin on identical batches."""
+    """Training examples/s of the JAX step and the torch twin on identical batches.
+
+    Each of ``rounds`` rounds runs ``steps`` steps on each side; the row keeps
+    the per-round ratio's median, min and max, the load average around it, and
+    the hand-counted FLOPs per step with the FLOP/s they imply for JAX.
+    """
     pair = build_pair(name, sizes)
     batches = synthetic_batches(name, pair.config, sizes)
     jax_loss, torch_loss = initial_losses(pair, batches[0])
     jax_params, torch_params = pair.parameter_counts()
-    runners = {"jax": JaxRunner(pair), "torch": TorchRunner(pair)}
+    jax_runner, torch_runner = JaxRunner(pair), TorchRunner(pair)
+    warm = [batches[i % len(batches)] for i in range(warmup)]
+    jax_runner(warm)
+    torch_runner(warm)
 
-    def make_chunk(start: int, count: int) -> list[HostBatch]:
-        return [batches[i % len(batches)] for i in range(start, start + count)]
+    def chunk(index: int) -> list[HostBatch]:
+        return [batches[i % len(batches)] for i in range(index * steps, (index + 1) * steps)]
 
-    elapsed = time_interleaved(runners, make_chunk, warmup, steps, rounds)
-    examples = steps * sizes.batch_size
-    jax_speed, torch_speed = examples / elapsed["jax"], examples / elapsed["torch"]
+    load_start = os.getloadavg()[0]
+    seconds = time_rounds(
+        {"jax": lambda i: jax_runner(chunk(i)), "torch": lambda i: torch_runner(chunk(i))}, rounds
+    )
+    load_end = os.getloadavg()[0]
+    jax_steps_per_s = steps / float(np.median(seconds["jax"]))
+    torch_steps_per_s = steps / float(np.median(seconds["torch"]))
+    per_step = step_flops(name, pair.config, sizes)
     return {
-        "what": f"{name} training (examples/s)",
-        "ours": jax_speed,
-        "reference": torch_speed,
-        "ratio": jax_speed / torch_speed,
+        "name": name,
+        "what": "train",
+        "ours": jax_steps_per_s * sizes.batch_size,
+        "reference": torch_steps_per_s * sizes.batch_size,
+        **ratio_summary(seconds["jax"], seconds["torch"]),
+        "rounds": rounds,
+        "steps_per_round": steps,
+        "flops_per_step": per_step,
+        "flops_per_s": per_step * jax_steps_per_s,
+        "torch_flops_per_s": per_step * torch_steps_per_s,
+        "vocab_size": sizes.vocab_for(name),
         "jax_parameters": jax_params,
         "torch_parameters": torch_params,
         "jax_initial_loss": jax_loss,
         "torch_initial_loss": torch_loss,
+        "load_start": load_start,
+        "load_end": load_end,
     }
+
+
+def synthetic_corpus(
+    num_images: int, captions_per_image: int, max_len: int, seed: int = 0
+) -> corpus_lib.EncodedCorpus:
+    """An encoded corpus of COCO's shape (random ids) for input-pipeline timing."""
+    rng = np.random.default_rng(seed)
+    count = num_images * captions_per_image
+    lengths = rng.integers(MIN_TOKENS, min(MAX_TOKENS, max_len) + 1, count)
+    mask = np.arange(max_len)[None, :] < lengths[:, None]
+    ids = np.where(mask, rng.integers(FIRST_WORD_ID, VOCAB_SIZE, (count, max_len)), 0)
+    image_index = np.repeat(np.arange(num_images, dtype=np.int32), captions_per_image)
+    groups = [
+        np.arange(k * captions_per_image, (k + 1) * captions_per_image) for k in range(num_images)
+    ]
+    records = [None] * count  # only len() is read
+    return corpus_lib.EncodedCorpus(
+        records,
+        ids.astype(np.int32),
+        mask,
+        image_index,
+        [str(k) for k in range(num_images)],
+        groups,
+    )
+
+
+def _per_example_dataset(split: corpus_lib.CaptionSplit, with_features: bool, batch_size: int):
+    """The previous pipeline, as the reference: one Python call per example, then grain's batch.
+
+    VTFN examples carried a caption, its image's features and group; I2CE
+    examples an anchor and a random other caption of its image.
+    """
+    corpus = split.corpus
+
+    def example(row: int, rng: np.random.Generator) -> HostBatch:
+        image = corpus.image_index[row]
+        if with_features:
+            return {
+                "ids": corpus.ids[row],
+                "mask": corpus.mask[row],
+                "features": split.features[image],
+                "group": np.int32(image),
+            }
+        siblings = corpus.captions_of_image[image]
+        similar = int(rng.choice(siblings[siblings != row]))
+        return {
+            "anchor_ids": corpus.ids[row],
+            "anchor_mask": corpus.mask[row],
+            "similar_ids": corpus.ids[similar],
+            "similar_mask": corpus.mask[similar],
+            "group": image,
+        }
+
+    dataset = grain.MapDataset.range(len(corpus)).seed(0).shuffle().repeat(None)
+    batched = dataset.random_map(example).batch(batch_size, drop_remainder=True)
+    return batched.to_iter_dataset(READ_OPTIONS)
+
+
+def measure_pipeline(
+    *, batch_size: int, batches: int, rounds: int = ROUNDS, num_images: int = COCO_IMAGES
+) -> list[dict]:
+    """Examples/s of the trainers' input pipelines on a COCO-sized synthetic corpus.
+
+    VTFN gathers captions and 2048-d float32 features of ``num_images`` images
+    (in memory, as vtfn_jax.data holds them); I2CE gathers anchor and
+    similar captions. Each is set against the previous design (a Python call
+    per example), in alternating rounds of ``batches`` batches.
+    """
+    captions = synthetic_corpus(num_images, 5, max_len=24)
+    features = np.random.default_rng(1).standard_normal((num_images, IMAGE_DIM), np.float32)
+    split = corpus_lib.CaptionSplit(captions, features)
+    makers = {
+        "VTFN": (vtfn_train.make_batch_fn(split, pivot=False), True),
+        "I2CE": (i2ce_train.make_batch_fn(captions), False),
+    }
+    rows = []
+    for name, (make_batch, with_features) in makers.items():
+        iterators = {
+            "batched": iter(
+                training_dataset(len(captions), make_batch, global_batch_size=batch_size, seed=0)
+            ),
+            "per_example": iter(_per_example_dataset(split, with_features, batch_size)),
+        }
+        for it in iterators.values():
+            next(it)
+
+        def drain(iterator, count=batches):
+            for _ in range(count):
+                next(iterator)
+
+        load_start = os.getloadavg()[0]
+        seconds = time_rounds(
+            {key: lambda i, it=it: drain(it) for key, it in iterators.items()}, rounds
+        )
+        rows.append(
+            {
+                "name": f"{name}-pipeline",
+                "what": "pipeline",
+                "description": f"{name} input pipeline: batch gathering vs one Python call per example",
+                "ours": batches * batch_size / float(np.median(seconds["batched"])),
+                "reference": batches * batch_size / float(np.median(seconds["per_example"])),
+                **ratio_summary(seconds["batched"], seconds["per_example"]),
+                "rounds": rounds,
+                "images": num_images,
+                "load_start": load_start,
+                "load_end": os.getloadavg()[0],
+            }
+        )
+    return rows
 
 
 def load_golden_pairs(path: Path, limit: int | None) -> tuple[dict, dict]:
@@ -332,7 +499,7 @@ def _pretokenised(captions: Mapping) -> dict:
 
 
 def measure_scoring(
-    gts: Mapping, res: Mapping, *, rounds: int = SCORING_ROUNDS, scorer: I2CEScorer | None = None
+    gts: Mapping, res: Mapping, *, rounds: int = ROUNDS, scorer: I2CEScorer | None = None
 ) -> list[dict]:
     """Captions/s of the I2CE scorer (and capsim's n-gram metrics) against pycocoevalcap.
 
@@ -350,16 +517,10 @@ def measure_scoring(
     java = shutil.which("java") is not None
     if java:
         runners["coco_ptb"] = lambda: _coco_as_users_run_it(gts, res)
-    load_start = os.getloadavg()[0]
     for run in runners.values():
         run()
-    seconds: dict[str, list[float]] = {name: [] for name in runners}
-    names = list(runners)
-    for index in range(rounds):
-        for name in names if index % 2 == 0 else names[::-1]:
-            began = time.perf_counter()
-            runners[name]()
-            seconds[name].append(time.perf_counter() - began)
+    load_start = os.getloadavg()[0]
+    seconds = time_rounds({name: lambda i, run=run: run() for name, run in runners.items()}, rounds)
     load_end = os.getloadavg()[0]
     pairs = [
         (
@@ -386,7 +547,6 @@ def measure_scoring(
         if reference not in seconds:
             print(f"{name}: skipped (no Java for pycocoevalcap's PTBTokenizer)")
             continue
-        ratios = np.array(seconds[reference]) / np.array(seconds[ours])
         rows.append(
             {
                 "name": name,
@@ -394,9 +554,7 @@ def measure_scoring(
                 "description": description,
                 "ours": len(res) / float(np.median(seconds[ours])),
                 "reference": len(res) / float(np.median(seconds[reference])),
-                "ratio_median": float(np.median(ratios)),
-                "ratio_min": float(ratios.min()),
-                "ratio_max": float(ratios.max()),
+                **ratio_summary(seconds[ours], seconds[reference]),
                 "rounds": rounds,
                 "candidates": len(res),
                 "load_start": load_start,
@@ -451,10 +609,19 @@ The machine is shared (2 cores): the load average at the start and the end is in
     return table
 
 
-def markdown_table(rows: Sequence[Mapping]) -> str:
-    lines = ["| what | JAX (or ours) | reference | ratio |", "|---|---|---|---|"]
+def training_table(rows: Sequence[Mapping]) -> str:
+    """One line per training row: speeds, the ratio's spread, FLOPs and share of the peak."""
+    lines = [
+        "| row | JAX ex/s | PyTorch ex/s | ratio median | min | max | GFLOP/step | JAX GFLOP/s "
+        "| share of peak | load start / end |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
     lines += [
-        f"| {r['what']} | {r['ours']:.1f} | {r['reference']:.1f} | {r['ratio']:.2f} |" for r in rows
+        f"| {r['name']} | {r['ours']:.0f} | {r['reference']:.0f} | {r['ratio_median']:.2f} | "
+        f"{r['ratio_min']:.2f} | {r['ratio_max']:.2f} | {r['flops_per_step'] / 1e9:.2f} | "
+        f"{r['flops_per_s'] / 1e9:.1f} | {r['peak_fraction']:.0%} | "
+        f"{r['load_start']:.2f} / {r['load_end']:.2f} |"
+        for r in rows
     ]
     return "\n".join(lines)
 
@@ -468,59 +635,104 @@ def machine_facts() -> dict:
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "omp_wait_policy": os.environ["OMP_WAIT_POLICY"],
-        "load_average_at_start": os.getloadavg()[0],
     }
 
 
-def write_results(command: str, settings: dict, machine: dict, rows: list[dict]) -> str:
-    table = markdown_table(rows)
-    training = [r for r in rows if "jax_parameters" in r]
+def pipeline_table(rows: Sequence[Mapping]) -> str:
+    """One line per input pipeline: examples/s, the gain over per-example maps, the headroom."""
+    lines = [
+        "| row | batched ex/s | per-example ex/s | ratio median | min | max "
+        "| headroom over the fastest step | load start / end |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    lines += [
+        f"| {r['name']} | {r['ours']:.0f} | {r['reference']:.0f} | {r['ratio_median']:.2f} | "
+        f"{r['ratio_min']:.2f} | {r['ratio_max']:.2f} | {r['headroom']:.1f}x | "
+        f"{r['load_start']:.2f} / {r['load_end']:.2f} |"
+        for r in rows
+    ]
+    return "\n".join(lines)
+
+
+def write_training_results(
+    command: str,
+    settings: dict,
+    machine: dict,
+    peak: dict,
+    rows: list[dict],
+    pipeline_rows: list[dict],
+) -> str:
+    """The "## Throughput" section, and the training and pipeline rows of throughput.json."""
+    table = training_table(rows)
+    fastest = max(rows, key=lambda r: r["ours"])
     params = "; ".join(
-        f"{r['what'].split(' training')[0]} {r['jax_parameters']:,} / {r['torch_parameters']:,}"
-        for r in training
+        f"{r['name']} {r['jax_parameters']:,} / {r['torch_parameters']:,}" for r in rows
     )
     losses = "; ".join(
-        f"{r['what'].split(' training')[0]} {r['jax_initial_loss']:.5f} / {r['torch_initial_loss']:.5f}"
-        for r in training
+        f"{r['name']} {r['jax_initial_loss']:.5f} / {r['torch_initial_loss']:.5f}" for r in rows
     )
     m, st = machine, settings
     section = f"""{SECTION}
 
 Command: `{command}`
 
-- Machine: {m["cpu_cores"]} CPU cores ({m["platform"]}), shared with other jobs (load average
-  {m["load_average_at_start"]:.1f} at start), so only the ratios, measured side by side in
-  alternating rounds, are meaningful. JAX {m["jax"]} on {m["jax_devices"]} device; torch
-  {m["torch"]} with {m["torch_threads"]} threads, OMP_WAIT_POLICY={m["omp_wait_policy"]} (see the script).
-- Training: {st["steps"]} timed steps after {st["warmup"]} warmup steps (JAX compilation
-  excluded), batch size {st["batch_size"]}, vocabulary {VOCAB_SIZE}, synthetic captions of
-  {MIN_TOKENS}-{MAX_TOKENS} tokens padded to the config's max_len, {IMAGE_DIM}-d features. Sizes,
-  loss and optimizer from configs/coco_bow.py, coco_gru.py, i2ce_coco_margin.py. JAX runs the
-  library's jit-compiled `make_train_step` over the data mesh; the reference is the PyTorch twin
-  in `bench/torch_reference.py` (packed GRU encoders, so PAD steps are skipped there, while the
-  library's scan runs every padded step).
-- Ratio = JAX (or ours) / reference; above 1 means we are faster.
+- Machine: {m["cpu_cores"]} CPU cores ({m["platform"]}), shared with other jobs, so only
+  figures measured side by side mean anything. JAX {m["jax"]} on {m["jax_devices"]} device;
+  torch {m["torch"]} with {m["torch_threads"]} threads, OMP_WAIT_POLICY={m["omp_wait_policy"]}
+  (see the script).
+- Peak: the fastest of 10 {MATMUL_SIZE}x{MATMUL_SIZE}x{MATMUL_SIZE} float32 matmuls in JAX,
+  measured in this run before and after the rows: {peak["before"] / 1e9:.0f} and
+  {peak["after"] / 1e9:.0f} GFLOP/s; the share of peak uses the higher.
+- Training: {st["rounds"]} alternating rounds of {st["steps"]} steps per side after
+  {st["warmup"]} warmup steps (JAX compilation excluded), batch {st["batch_size"]}. Ratio =
+  JAX / PyTorch examples/s per round (above 1: JAX is faster); median, min and max over the
+  rounds, with the load average before and after the row. JAX runs the library's jit-compiled
+  `make_train_step` over the data mesh; the reference is the PyTorch twin in
+  `bench/torch_reference.py` (same sizes, weights, loss and optimizer; packed RNNs, so PAD steps
+  are skipped there).
+- Batches: synthetic captions of {MIN_TOKENS}-{MAX_TOKENS} tokens padded to the config's max_len,
+  vocabulary {VOCAB_SIZE}, {IMAGE_DIM}-d features; `I2CE-paper` is the paper's scale (every
+  caption 20 tokens, embed 300, hidden 512, vocabulary 10,000, margin branch) and `I2CE-default`
+  the default config (configs/i2ce_coco_margin.py sizes, vocabulary cap 6,000).
+- FLOPs: matrix products counted by hand from the shapes (bench/flops.py), forward and backward;
+  JAX GFLOP/s = FLOPs per step x JAX steps/s (median round).
 
 {table}
 
 Parameters, JAX / torch: {params}.
 Loss on the first batch from the same weights, JAX / torch: {losses}.
+
+Input pipelines (`capsim.data.pipeline.training_dataset` with the trainers' `make_batch_fn`s) on
+a synthetic corpus of COCO's size ({COCO_IMAGES:,} images, 5 captions each; VTFN with their
+{IMAGE_DIM}-d float32 features in memory), against the previous design (one Python call per
+example, then grain's batch): {st["pipeline_batches"]} batches of {st["batch_size"]} per round,
+{st["rounds"]} alternating rounds. Headroom = batched examples/s over the fastest training
+step's JAX examples/s in the table above ({fastest["name"]}, {fastest["ours"]:.0f}).
+
+{pipeline_table(pipeline_rows)}
 """
     update_section(SECTION, section)
     RESULTS_JSON.parent.mkdir(parents=True, exist_ok=True)
     previous = json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {"rows": []}
-    scoring = [r for r in previous["rows"] if r.get("what") == "score"]
-    previous.update(command=command, settings=settings, machine=machine, rows=rows + scoring)
+    kept = [r for r in previous["rows"] if r.get("what") not in ("train", "pipeline", None)]
+    previous.update(
+        command=command,
+        settings=settings,
+        machine=machine,
+        matmul_peak=peak,
+        rows=rows + pipeline_rows + kept,
+    )
     RESULTS_JSON.write_text(json.dumps(previous, indent=2) + "\n")
     return table
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=10, help="steps per round per side")
+    parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--batch_size", type=int, default=128)
-    parser.add_argument("--rounds", type=int, default=SCORING_ROUNDS, help="scoring rounds")
+    parser.add_argument("--rounds", type=int, default=ROUNDS, help="alternating rounds")
+    parser.add_argument("--pipeline_batches", type=int, default=300, help="batches per round")
     parser.add_argument("--model", default="base", help="packaged I2CE model to score with")
     parser.add_argument("--only", choices=("all", "train", "score"), default="all")
     parser.add_argument("--golden", type=Path, default=GOLDEN_FILE, help="scoring candidates")
@@ -541,18 +753,36 @@ def main() -> None:
     torch.set_num_threads(os.cpu_count())
     machine = machine_facts()
     sizes = Sizes(batch_size=args.batch_size)
+    before = flops.measured_matmul_peak(MATMUL_SIZE, repeats=10)
     rows = []
     for name in TRAINING_MODELS:
-        row = measure_training(name, steps=args.steps, warmup=args.warmup, sizes=sizes)
+        row = measure_training(
+            name, steps=args.steps, warmup=args.warmup, sizes=sizes, rounds=args.rounds
+        )
         print(
-            f"{name}: ratio {row['ratio']:.2f}; parameters JAX {row['jax_parameters']:,} "
-            f"torch {row['torch_parameters']:,}; first-batch loss JAX {row['jax_initial_loss']:.5f} "
-            f"torch {row['torch_initial_loss']:.5f}",
+            f"{name}: ratio {row['ratio_median']:.2f} ({row['ratio_min']:.2f}-"
+            f"{row['ratio_max']:.2f}), {row['flops_per_s'] / 1e9:.1f} GFLOP/s; load "
+            f"{row['load_start']:.2f}/{row['load_end']:.2f}",
             flush=True,
         )
         rows.append(row)
-    settings = {k: v for k, v in vars(args).items() if k in ("steps", "warmup", "batch_size")}
-    print(write_results(command, settings, machine, rows))
+    after = flops.measured_matmul_peak(MATMUL_SIZE, repeats=10)
+    peak = {"before": before, "after": after, "flops_per_s": max(before, after)}
+    for row in rows:
+        row["peak_fraction"] = row["flops_per_s"] / peak["flops_per_s"]
+    fastest = max(row["ours"] for row in rows)
+    pipeline_rows = measure_pipeline(
+        batch_size=args.batch_size, batches=args.pipeline_batches, rounds=args.rounds
+    )
+    for row in pipeline_rows:
+        row["headroom"] = row["ours"] / fastest
+        print(f"{row['name']}: {row['ours']:.0f} ex/s, {row['headroom']:.1f}x the fastest step")
+    settings = {
+        k: v
+        for k, v in vars(args).items()
+        if k in ("steps", "warmup", "batch_size", "rounds", "pipeline_batches")
+    }
+    print(write_training_results(command, settings, machine, peak, rows, pipeline_rows))
 
 
 if __name__ == "__main__":

@@ -36,9 +36,12 @@ def _positive_finite(value: float) -> bool:
 
 @pytest.mark.parametrize("name", list(throughput.TRAINING_MODELS))
 def test_training_measurement_compares_the_same_model(name):
-    row = throughput.measure_training(name, steps=2, warmup=1, sizes=TINY, rounds=2)
-    assert _positive_finite(row["ours"]) and _positive_finite(row["reference"])
-    assert _positive_finite(row["ratio"])
+    row = throughput.measure_training(name, steps=2, warmup=1, sizes=TINY, rounds=3)
+    assert row["name"] == name and row["what"] == "train" and row["rounds"] == 3
+    assert all(_positive_finite(row[k]) for k in ("ours", "reference", "ratio_median"))
+    assert row["ratio_min"] <= row["ratio_median"] <= row["ratio_max"]
+    assert row["flops_per_step"] > 0 and _positive_finite(row["flops_per_s"])
+    assert row["load_start"] >= 0 and row["load_end"] >= 0
     assert row["jax_parameters"] == row["torch_parameters"]
     # Same weights, same batch, same permutation, dropout off: the same loss.
     assert row["torch_initial_loss"] == pytest.approx(row["jax_initial_loss"], rel=1e-4, abs=1e-5)
@@ -66,6 +69,28 @@ def test_golden_pairs_have_five_references(shared_data):
     assert all(len(cands) == 1 for cands in res.values())
 
 
-def test_markdown_table_has_one_line_per_row():
-    rows = [{"what": "x", "ours": 2.0, "reference": 1.0, "ratio": 2.0}]
-    assert throughput.markdown_table(rows).splitlines()[-1] == "| x | 2.0 | 1.0 | 2.00 |"
+def test_training_table_has_one_line_per_row():
+    row = dict(
+        name="x",
+        ours=2.0,
+        reference=1.0,
+        ratio_median=2.0,
+        ratio_min=1.5,
+        ratio_max=2.5,
+        flops_per_step=3e9,
+        flops_per_s=6e9,
+        peak_fraction=0.5,
+        load_start=1.0,
+        load_end=2.0,
+    )
+    line = throughput.training_table([row]).splitlines()[-1]
+    assert line == "| x | 2 | 1 | 2.00 | 1.50 | 2.50 | 3.00 | 6.0 | 50% | 1.00 / 2.00 |"
+
+
+def test_pipeline_measurement_times_both_designs_on_the_same_corpus():
+    rows = throughput.measure_pipeline(batch_size=8, batches=3, rounds=2, num_images=64)
+    assert [r["name"] for r in rows] == ["VTFN-pipeline", "I2CE-pipeline"]
+    for row in rows:
+        assert row["what"] == "pipeline" and row["images"] == 64
+        assert _positive_finite(row["ours"]) and _positive_finite(row["reference"])
+        assert row["ratio_min"] <= row["ratio_median"] <= row["ratio_max"]

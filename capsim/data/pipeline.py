@@ -23,6 +23,11 @@ MakeBatch = Callable[[np.ndarray, np.ndarray], Batch]
 
 _GOLDEN_GAMMA = np.uint64(0x9E3779B97F4A7C15)
 
+# Batches are built ahead in background threads. A few batches ahead is all a
+# step needs; grain's default (16 threads, 500 elements) would hold 500 batches
+# (half a gigabyte of VTFN features) and compete with XLA for the cores.
+READ_OPTIONS = grain.ReadOptions(num_threads=2, prefetch_buffer_size=8)
+
 
 def uniform_draws(seed: int, positions: np.ndarray) -> np.ndarray:
     """Numbers in [0, 1), one per position, that depend only on ``(seed, position)``.
@@ -41,11 +46,42 @@ def uniform_draws(seed: int, positions: np.ndarray) -> np.ndarray:
     return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
+class _EpochOrder:
+    """The example order of each epoch: a permutation seeded by (seed, epoch), kept for one epoch.
+
+    One NumPy permutation per epoch instead of grain's per-element shuffle, so a
+    batch of indices costs a slice rather than one Python call per example.
+    """
+
+    def __init__(self, num_examples: int, seed: int):
+        self.num_examples, self.seed = num_examples, seed
+        self._orders: dict[int, np.ndarray] = {}
+
+    def __call__(self, epoch: int) -> np.ndarray:
+        order = self._orders.get(epoch)
+        if order is None:
+            order = np.random.default_rng([self.seed, epoch]).permutation(self.num_examples)
+            # Reader threads may still be in the previous epoch; the dict is swapped whole.
+            kept = {e: o for e, o in self._orders.items() if e == epoch - 1}
+            self._orders = {**kept, epoch: order}
+        return order
+
+
 def _local_batch(
-    index: int, rows: np.ndarray, *, make_batch: MakeBatch, seed: int, first: int, size: int
+    index: int,
+    _: int,
+    *,
+    order: _EpochOrder,
+    make_batch: MakeBatch,
+    per_epoch: int,
+    global_size: int,
+    first: int,
+    size: int,
 ) -> Batch:
-    positions = index * len(rows) + np.arange(first, first + size)
-    return make_batch(rows[first : first + size], uniform_draws(seed, positions))
+    epoch, offset = divmod(index, per_epoch)
+    start = offset * global_size + first
+    positions = index * global_size + np.arange(first, first + size)
+    return make_batch(order(epoch)[start : start + size], uniform_draws(order.seed, positions))
 
 
 def training_dataset(
@@ -59,6 +95,9 @@ def training_dataset(
 ) -> grain.IterDataset:
     """Batches of examples ``0..num_examples-1`` in a new random order each epoch.
 
+    Each epoch is ``num_examples // global_batch_size`` full batches; the
+    remainder of its order is left out (a different remainder each epoch).
+
     ``make_batch(rows, draws)`` gathers this process's share of one global batch:
     ``rows`` are example indices [local batch] and ``draws`` one number in [0, 1)
     per example for its random choices (see ``uniform_draws``). Process p takes
@@ -68,16 +107,22 @@ def training_dataset(
     same order; the iterator state (saved in checkpoints) resumes exactly.
     """
     local = local_batch_size(global_batch_size)
-    dataset = grain.MapDataset.range(num_examples).seed(seed).shuffle().repeat(num_epochs)
-    dataset = dataset.batch(global_batch_size, drop_remainder=True)
-    # Bound here, not in the workers: they do not run jax.distributed.
-    first = jax.process_index() * local
-    dataset = dataset.map_with_index(
-        functools.partial(_local_batch, make_batch=make_batch, seed=seed, first=first, size=local)
+    per_epoch = num_examples // global_batch_size
+    if not per_epoch:
+        raise ValueError(f"{num_examples} examples do not fill one batch of {global_batch_size}")
+    batch = functools.partial(
+        _local_batch,
+        order=_EpochOrder(num_examples, seed),
+        make_batch=make_batch,
+        per_epoch=per_epoch,
+        global_size=global_batch_size,
+        first=jax.process_index() * local,  # bound here: workers do not run jax.distributed
+        size=local,
     )
+    dataset = grain.MapDataset.range(per_epoch).repeat(num_epochs).map_with_index(batch)
     if not workers:
-        return dataset.to_iter_dataset()
+        return dataset.to_iter_dataset(READ_OPTIONS)
     if not flags.FLAGS.is_parsed():  # grain's workers read absl flags; scripts may not parse them
         flags.FLAGS.mark_as_parsed()
     options = grain.MultiprocessingOptions(num_workers=workers)
-    return dataset.to_iter_dataset().mp_prefetch(options)
+    return dataset.to_iter_dataset(READ_OPTIONS).mp_prefetch(options)
