@@ -1,4 +1,4 @@
-"""PyTorch twins of VTFN (BOW, GRU) and the I2CE autoencoder, for the throughput benchmark only.
+"""PyTorch twins of VTFN (BOW, GRU, LSTM, CNN) and the I2CE autoencoder, for the throughput bench.
 
 Each twin has the library model's sizes, parameters and loss, read from the same
 ConfigDict, so "examples/s against PyTorch" compares one model in two frameworks.
@@ -9,7 +9,8 @@ checked equal. torch is never a dependency of the library: only bench/ imports i
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import warnings
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -20,26 +21,35 @@ from torch.nn.utils.rnn import pack_padded_sequence
 Batch = Mapping[str, torch.Tensor]
 
 NORM_EPS = 1e-8  # capsim.encoders.NORM_EPS and capsim.losses.DEFAULT_EPS
+RNN_TYPES: dict[str, type[nn.GRU | nn.LSTM]] = {"gru": nn.GRU, "lstm": nn.LSTM}
+# Flax's GRUCell biases its input projection, its OptimizedLSTMCell the hidden one.
+UNUSED_BIAS = {nn.GRU: "bias_hh_l0", nn.LSTM: "bias_ih_l0"}
+
+# torch's padding="same" pads an even width's extra position on the right, as flax's "SAME"
+# does; the padded copy it warns about is part of what the twin costs, as it is for users.
+warnings.filterwarnings("ignore", message="Using padding='same' with even kernel lengths")
 
 
-def flax_style_gru(input_size: int, hidden_size: int) -> nn.GRU:
-    """A batch-first nn.GRU computing Flax's GRUCell.
+def flax_style_rnn(rnn_type: type[nn.GRU | nn.LSTM], input_size: int, hidden_size: int):
+    """A batch-first nn.GRU or nn.LSTM computing Flax's GRUCell or OptimizedLSTMCell.
 
-    Flax's cell has one bias per gate, on the input side; torch adds a second,
-    hidden-side bias (bias_hh). Turning bias_hh into a zero buffer gives the same
-    function and the same parameter count.
+    Flax's cells have one bias per gate; torch has a second (UNUSED_BIAS). Turning it
+    into a zero buffer gives the same function and the same parameter count.
     """
-    gru = nn.GRU(input_size, hidden_size, batch_first=True)
-    del gru.bias_hh_l0
-    gru.register_buffer("bias_hh_l0", torch.zeros(3 * hidden_size))
-    return gru
+    rnn = rnn_type(input_size, hidden_size, batch_first=True)
+    name = UNUSED_BIAS[rnn_type]
+    zeros = torch.zeros_like(getattr(rnn, name), requires_grad=False)
+    delattr(rnn, name)
+    rnn.register_buffer(name, zeros)
+    return rnn
 
 
-def final_gru_state(gru: nn.GRU, inputs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def final_state(rnn: nn.GRU | nn.LSTM, inputs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """The hidden state [B, H] after each caption's last real token (packed, so PAD never runs)."""
     lengths = mask.sum(dim=1).cpu()
     packed = pack_padded_sequence(inputs, lengths, batch_first=True, enforce_sorted=False)
-    _, hidden = gru(packed)
+    _, state = rnn(packed)
+    hidden = state[0] if isinstance(rnn, nn.LSTM) else state  # an LSTM's state is (h, c)
     return hidden[0]
 
 
@@ -88,17 +98,55 @@ class BowText(nn.Module):
         return unit_rows(self.embed(ids, per_sample_weights=mask.float()))
 
 
-class GruText(nn.Module):
-    """Embedding, dropout, GRU; the final state at each caption's true length."""
+class RnnText(nn.Module):
+    """Embedding, dropout, GRU or LSTM; the final state at each caption's true length."""
 
-    def __init__(self, vocab_size: int, embed_dim: int, hidden_dim: int, dropout: float):
+    def __init__(
+        self,
+        rnn_type: type[nn.GRU | nn.LSTM],
+        vocab_size: int,
+        embed_dim: int,
+        hidden_dim: int,
+        dropout: float,
+    ):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_dim)
         self.dropout = nn.Dropout(dropout)
-        self.cell = flax_style_gru(embed_dim, hidden_dim)
+        self.cell = flax_style_rnn(rnn_type, embed_dim, hidden_dim)
 
     def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        return final_gru_state(self.cell, self.dropout(self.embed(ids)), mask)
+        return final_state(self.cell, self.dropout(self.embed(ids)), mask)
+
+
+class CnnText(nn.Module):
+    """PAD-zeroed word vectors, a ReLU convolution per width, max over real positions, dense."""
+
+    def __init__(
+        self,
+        vocab_size: int,
+        embed_dim: int,
+        widths: Sequence[int],
+        features: int,
+        out_dim: int,
+        dropout: float,
+    ):
+        super().__init__()
+        self.embed = nn.Embedding(vocab_size, embed_dim)
+        self.convs = nn.ModuleList(
+            nn.Conv1d(embed_dim, features, width, padding="same") for width in widths
+        )
+        self.dropout = nn.Dropout(dropout)
+        self.dense = nn.Linear(features * len(widths), out_dim)
+
+    def forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        vectors = (self.embed(ids) * mask[..., None]).transpose(1, 2)  # [B, E, L]
+        pad = ~mask[:, None, :]
+        # ReLU maps are >= 0, so filling PAD with 0 keeps the max over real positions
+        # (and gives 0 for a caption with none, as capsim's -inf masking does).
+        pooled = [
+            torch.relu(conv(vectors)).masked_fill(pad, 0.0).amax(dim=2) for conv in self.convs
+        ]
+        return self.dense(self.dropout(torch.cat(pooled, dim=1)))
 
 
 class VTFNReference(nn.Module):
@@ -112,10 +160,21 @@ class VTFNReference(nn.Module):
         self.image_weight = config.loss.image_weight
         if model.encoder == "bow_sum":
             self.text = BowText(vocab_size, model.dim)
-        elif model.encoder == "gru":
-            self.text = GruText(vocab_size, model.embed_dim, model.dim, model.dropout)
+        elif model.encoder in RNN_TYPES:
+            self.text = RnnText(
+                RNN_TYPES[model.encoder], vocab_size, model.embed_dim, model.dim, model.dropout
+            )
+        elif model.encoder == "cnn" and model.cnn_pooling == "max":
+            self.text = CnnText(
+                vocab_size,
+                model.embed_dim,
+                model.cnn_widths,
+                model.cnn_features,
+                model.dim,
+                model.dropout,
+            )
         else:
-            raise ValueError(f"no torch reference for encoder {model.encoder!r}")
+            raise ValueError(f"no torch reference for encoder {model.encoder!r} (CNN: max pooling)")
         self.image_map = nn.Linear(image_dim, model.dim)
 
     def loss(self, batch: Batch, perm: torch.Tensor) -> torch.Tensor:
@@ -132,8 +191,8 @@ class I2CEReference(nn.Module):
         model, loss = config.model, config.loss
         if loss.name not in ("none", "margin") or loss.reduction != "mean":
             raise ValueError("the torch I2CE reference implements recon and margin (mean) only")
-        self.encoder = GruText(vocab_size, model.embed_dim, model.hidden_dim, model.dropout)
-        self.decoder_cell = flax_style_gru(model.embed_dim, model.hidden_dim)
+        self.encoder = RnnText(nn.GRU, vocab_size, model.embed_dim, model.hidden_dim, model.dropout)
+        self.decoder_cell = flax_style_rnn(nn.GRU, model.embed_dim, model.hidden_dim)
         self.readout = nn.Linear(model.hidden_dim, vocab_size)
         self.recon_weight = loss.recon_weight
         self.margin_weight = 0.0 if loss.name == "none" else loss.weight
@@ -170,14 +229,16 @@ def count_parameters(model: nn.Module) -> int:
 def copy_flax_params(model: nn.Module, flax_params: Mapping[str, np.ndarray]) -> None:
     """Loads Flax weights given as dotted paths (``text.cell.dense_i.kernel`` ...) into ``model``.
 
-    Linear kernels are [in, out] in Flax and [out, in] in torch; a GRUCell's
-    dense_i/dense_h are torch's weight_ih/weight_hh (gates r, z, n in both).
-    Every torch parameter must be written exactly once.
+    Kernels reverse their axes: Linear [in, out] is torch's [out, in], Conv
+    [width, in, out] is Conv1d's [out, in, width]. An RNN cell's dense_i/dense_h are
+    torch's weight_ih/weight_hh with the same gate order (GRU r, z, n; LSTM i, f, g, o)
+    and each cell's one bias (flax_style_rnn). Every torch parameter is written once.
     """
     renames = {
         "dense_i.kernel": "weight_ih_l0",
         "dense_i.bias": "bias_ih_l0",
         "dense_h.kernel": "weight_hh_l0",
+        "dense_h.bias": "bias_hh_l0",
         "embedding": "weight",
         "kernel": "weight",
         "bias": "bias",
