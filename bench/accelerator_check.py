@@ -21,12 +21,13 @@ One run prints one table and writes the same rows as JSON (``--out``):
   tokens, N = 128, 2048-d image features).
 
 Training steps are the library's ``make_train_step`` over the data mesh (every
-device, batch split across them), timed after ``--warmup`` steps (the first
-compiles) with ``block_until_ready``; batches are placed on the devices before
+device, the batch split across them), timed with ``block_until_ready`` after
+warm-up steps (the first compiles); batches are placed on the devices before
 timing, so host input is not measured. A check that fails becomes a failed row
-and the script exits 1 after writing the rest. ``--toy`` shrinks every size
-and skips the demos (the test runs it on CPU in well under a minute); a full
-run takes a few minutes on one GPU.
+and the script exits 1 after writing the rest. On a multi-host TPU slice, run it
+on every worker (it joins them with jax.distributed); the demos are then skipped.
+``--toy`` shrinks every size and skips the demos (the test runs it on CPU). A
+full run is meant to take a few minutes on one GPU; it was written without one.
 """
 
 from __future__ import annotations
@@ -267,7 +268,10 @@ def time_training(case: TrainingCase, steps: int, warmup: int, peak_tflops: floa
     optimizer = nnx.Optimizer(case.model, make_optimizer(case.config), wrt=nnx.Param)
     graphdef, state = nnx.split((case.model, optimizer))
     state = mesh_lib.replicate(state, mesh)
-    batches = [mesh_lib.global_batch(b, mesh) for b in case.batches]
+    share = slice(jax.process_index(), None, jax.process_count())  # this process's rows
+    batches = [
+        mesh_lib.global_batch({k: v[share] for k, v in b.items()}, mesh) for b in case.batches
+    ]
     base = jax.random.key(case.config.seed)
     keys = [jax.random.fold_in(base, i) for i in range(warmup + steps)]
     compiled = (
@@ -302,8 +306,14 @@ def time_training(case: TrainingCase, steps: int, warmup: int, peak_tflops: floa
 
 
 # --------------------------------------------------------------------------- demos, scoring
+class Skipped(Exception):
+    """A check that cannot run here; its row says why."""
+
+
 def run_demo(name: str, dtype: str, steps: int) -> dict:
     """``train_and_evaluate`` of a demo config at ``:runlocal`` for ``steps`` steps."""
+    if jax.process_count() > 1:
+        raise Skipped("several processes would need a shared workdir: run the demos on one host")
     config = importlib.import_module(f"configs.{name}").get_config("runlocal")
     config.num_steps = steps
     config.model.dtype = dtype
@@ -361,6 +371,8 @@ def guarded(check: str, dtype: str, measure: Callable[[], dict]) -> dict:
     began = time.perf_counter()
     try:
         row = {"status": "ok", **measure()}
+    except Skipped as why:
+        row = {"status": "skipped", "note": str(why)}
     except Exception as error:  # a failed check must not hide the others
         traceback.print_exc()
         row = {"status": "failed", "error": f"{type(error).__name__}: {error}"}
@@ -420,6 +432,7 @@ def main(argv: list[str] | None = None) -> int:
     scale = TOY if args.toy else FULL
     steps = args.steps or scale.steps
     began = time.perf_counter()
+    mesh_lib.maybe_initialize_distributed()  # on a multi-host TPU slice every worker runs this
     device = jax.devices()[0]
     peaks = device_peaks(device.device_kind)
     rows = run_checks(scale, steps, args.data_dir, peaks)
@@ -441,19 +454,26 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
         "seconds": time.perf_counter() - began,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    failed = [row["check"] + f" ({row['dtype']})" for row in rows if row["status"] == "failed"]
+    if jax.process_index() == 0:
+        report(result, args.out, failed)
+    return 1 if failed else 0
+
+
+def report(result: dict, out: Path, failed: list[str]) -> None:
+    """Writes the JSON and prints the table."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    device, peaks = result["device"], result["peaks"]
     sources = dict.fromkeys(peak["source"] for peak in peaks.values())
     print(
-        f"\n{jax.device_count()} x {device.device_kind} ({device.platform}); MFU against the "
+        f"\n{device['device_count']} x {device['device_kind']} ({device['platform']}); MFU against the "
         f"peak of all devices together, per dtype ({'; '.join(sources)})"
     )
-    print(table(rows))
-    print(f"{result['seconds']:.0f} s; JSON: {args.out}")
-    failed = [row["check"] + f" ({row['dtype']})" for row in rows if row["status"] != "ok"]
+    print(table(result["rows"]))
+    print(f"{result['seconds']:.0f} s; JSON: {out}")
     if failed:
         print("FAILED: " + ", ".join(failed))
-    return 1 if failed else 0
 
 
 if __name__ == "__main__":

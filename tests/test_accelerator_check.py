@@ -20,6 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 import accelerator_check
 import flops
 
+from capsim import text
 from configs import i2ce_common, vtfn_common
 from i2ce_jax import model as i2ce_model
 from vtfn_jax import model as vtfn_model
@@ -66,6 +67,15 @@ def test_toy_run_prints_the_table_and_writes_every_row(toy_run):
         assert row["xla_flops"] > 0
     scoring = rows[("I2CE scoring", "float32")]
     assert scoring["unit"] == "captions/s"
+
+
+def test_scoring_falls_back_to_synthetic_captions_and_says_so(tmp_path):
+    vocab = text.Vocab([*text.SPECIALS, "a", "dog", "runs", "on", "grass"])
+    gts, res, source = accelerator_check.scoring_pairs(tmp_path, 7, vocab)
+    assert source.startswith("SYNTHETIC") and str(tmp_path / "flickr8k") in source
+    assert list(gts) == list(res) and len(res) == 7
+    assert all(len(refs) == 5 and len(res[k]) == 1 for k, refs in gts.items())
+    assert set(res["0"][0].split()) <= {"a", "dog", "runs", "on", "grass"}
 
 
 @pytest.mark.parametrize(
