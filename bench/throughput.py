@@ -180,7 +180,8 @@ def synthetic_batches(
 def flax_params(model: nnx.Module) -> dict[str, np.ndarray]:
     """The model's parameters as dotted paths, e.g. ``text.cell.dense_i.kernel``."""
     pure = nnx.to_pure_dict(nnx.state(model, nnx.Param))
-    return {k: np.asarray(v) for k, v in traverse_util.flatten_dict(pure, sep=".").items()}
+    flat = traverse_util.flatten_dict(pure)  # paths hold ints for nnx.List items (CNN convs)
+    return {".".join(map(str, k)): np.asarray(v) for k, v in flat.items()}
 
 
 @dataclasses.dataclass

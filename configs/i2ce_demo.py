@@ -26,7 +26,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         min_count=1,
         max_vocab=0,
     )
-    config.model = dict(embed_dim=64, hidden_dim=128, dropout=0.0, glove="", embed_std=1.0)
+    config.model = dict(
+        embed_dim=64, hidden_dim=128, dropout=0.0, glove="", embed_std=1.0, dtype="float32"
+    )
     config.loss = i2ce_common.branch(arg.loss)
     config.num_epochs = 6.0
     config.batch_size = 64

@@ -281,6 +281,7 @@ def test_workdir_of_another_model_is_refused_unless_allowed(tmp_path):
     (tmp_path / "config.json").write_text(config.to_json_best_effort())
     moved = ml_collections.ConfigDict(config.to_dict())
     moved.data.data_dir = "/elsewhere"  # data may move: not a different model
+    moved.model.dtype = "bfloat16"  # compute dtype: the float32 checkpoints still fit
     check_workdir(moved, tmp_path)
     other = ml_collections.ConfigDict(config.to_dict())
     other.model.hidden_dim = 16

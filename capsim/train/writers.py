@@ -31,9 +31,10 @@ def save_config(config: ml_collections.ConfigDict, workdir: str | Path) -> None:
     path.write_text(config.to_json_best_effort(indent=2, sort_keys=True) + "\n")
 
 
-# Config subtrees that shape the model or its vocabulary (data_dir may move freely).
+# Config subtrees that shape the model or its vocabulary. The data may move and
+# the compute dtype may change (parameters are float32 either way).
 MODEL_DEFINING = ("model", "data")
-MOVABLE_KEYS = ("data.data_dir",)
+MOVABLE_KEYS = ("data.data_dir", "model.dtype")
 
 
 def _flat(tree: object, prefix: str = "") -> dict[str, object]:
