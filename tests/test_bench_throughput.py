@@ -89,7 +89,11 @@ def test_training_table_has_one_line_per_row():
 
 def test_pipeline_measurement_times_both_designs_on_the_same_corpus():
     rows = throughput.measure_pipeline(batch_size=8, batches=3, rounds=2, num_images=64)
-    assert [r["name"] for r in rows] == ["VTFN-pipeline", "I2CE-pipeline"]
+    assert [r["name"] for r in rows] == [
+        "VTFN-pipeline",
+        "I2CE-pipeline",
+        "VTFN-pipeline-ArrayRecord",
+    ]
     for row in rows:
         assert row["what"] == "pipeline" and row["images"] == 64
         assert _positive_finite(row["ours"]) and _positive_finite(row["reference"])

@@ -8,11 +8,12 @@ import math
 
 import numpy as np
 import pytest
+from array_record.python.array_record_module import ArrayRecordWriter
 
 from capsim.data.records import CaptionRecord
 from capsim.errors import DataFormatError, FeatureError
 from vtfn_jax.coco_labels import COCO_CATEGORIES, coco_object_label_features
-from vtfn_jax.features import FeatureStore, align_captions
+from vtfn_jax.features import ARRAY_RECORD_FILE, ArrayRecordFeatures, FeatureStore, align_captions
 from vtfn_jax.pca import Pca, fit_pca
 
 MATRIX = np.arange(12, dtype=np.float64).reshape(4, 3)
@@ -34,10 +35,63 @@ def test_save_and_load_round_trip(tmp_path):
     store = FeatureStore.from_arrays(IDS, MATRIX, source="unit test")
     store.save(tmp_path / "out")
     meta = json.loads((tmp_path / "out" / "meta.json").read_text())
-    assert meta == {"source": "unit test", "count": 4, "dim": 3}
+    assert meta == {"source": "unit test", "count": 4, "dim": 3, "layout": "npy"}
     loaded = FeatureStore.load(tmp_path / "out", expected_dim=3)
     assert loaded.ids == store.ids
     np.testing.assert_array_equal(loaded.matrix, store.matrix)
+
+
+def _store(rows: int = 7, dim: int = 5) -> FeatureStore:
+    matrix = np.random.default_rng(0).standard_normal((rows, dim)).astype(np.float32)
+    return FeatureStore.from_arrays([f"img{i}" for i in range(rows)], matrix)
+
+
+def test_array_record_layout_round_trips_and_reads_any_rows(tmp_path):
+    store = _store()
+    store.save(tmp_path, layout="array_record")
+    assert not (tmp_path / "features.npy").exists()
+    loaded = FeatureStore.load(tmp_path, expected_dim=5)
+    assert loaded.ids == store.ids
+    np.testing.assert_array_equal(loaded.matrix, store.matrix)
+    reader = ArrayRecordFeatures(tmp_path / ARRAY_RECORD_FILE, dim=5)
+    rows = np.array([6, 0, 3, 3])
+    assert reader.shape == (7, 5)
+    np.testing.assert_array_equal(reader[rows], store.matrix[rows])
+
+
+def test_damaged_array_record_stores_name_the_file(tmp_path):
+    store = _store()
+    store.save(tmp_path, layout="array_record")
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    (tmp_path / "meta.json").write_text(json.dumps({**meta, "dim": 4}))
+    with pytest.raises(DataFormatError, match=r"features\.array_record: record 0 has 20 bytes"):
+        FeatureStore.load(tmp_path)
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    (tmp_path / "ids.json").write_text(json.dumps(list(store.ids[:-1])))
+    with pytest.raises(DataFormatError, match="7 records but 6 image ids"):
+        FeatureStore.load(tmp_path)
+    records = tmp_path / ARRAY_RECORD_FILE
+    records.write_bytes(records.read_bytes()[:40])
+    with pytest.raises(DataFormatError, match=r"features\.array_record"):
+        FeatureStore.load(tmp_path)
+
+
+def test_non_finite_array_record_features_name_the_image(tmp_path):
+    store = _store()
+    store.save(tmp_path, layout="array_record")
+    matrix = store.matrix.copy()
+    matrix[4, 2] = np.nan
+    writer = ArrayRecordWriter(str(tmp_path / ARRAY_RECORD_FILE), "group_size:1")
+    for row in matrix:
+        writer.write(row.tobytes())
+    writer.close()
+    with pytest.raises(FeatureError, match="img4"):
+        FeatureStore.load(tmp_path)
+
+
+def test_unknown_layout_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="unknown feature layout 'hdf5'"):
+        _store().save(tmp_path, layout="hdf5")
 
 
 def test_from_npy_with_txt_and_json_ids(tmp_path):

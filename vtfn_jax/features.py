@@ -3,8 +3,10 @@ COCO object labels: vtfn_jax.coco_labels).
 
 A user's features arrive as ``features.npy`` ([N, D] float) plus the image ids in
 row order (``ids.json`` list or ``ids.txt``, one per line), as written by
-``vtfn_jax.extract_features``. Everything is validated at load time so a NaN or a
-wrong dimension fails with the image id or file, not as a NaN loss hours later.
+``vtfn_jax.extract_features``, or as ``features.array_record`` (one float32 record
+per image, the format TFDS and grain share) with the same ids. Everything is
+validated at load time so a NaN or a wrong dimension fails with the image id or
+file, not as a NaN loss hours later.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import grain
 import numpy as np
+from array_record.python.array_record_module import ArrayRecordWriter
 
 from capsim.data.records import CaptionRecord
 from capsim.errors import DataFormatError, FeatureError
@@ -24,6 +28,9 @@ from capsim.errors import DataFormatError, FeatureError
 logger = logging.getLogger(__name__)
 
 FEATURES_FILE = "features.npy"
+ARRAY_RECORD_FILE = "features.array_record"
+LAYOUTS = ("npy", "array_record")
+READ_CHUNK = 4096  # rows per read when a whole ArrayRecord store is loaded
 IDS_FILE = "ids.json"
 META_FILE = "meta.json"
 EXAMPLE_IDS_SHOWN = 5
@@ -108,9 +115,22 @@ class FeatureStore:
 
     @classmethod
     def load(cls, directory: str | Path, expected_dim: int | None = None) -> FeatureStore:
-        """Loads the layout written by :meth:`save`."""
+        """Loads either layout written by :meth:`save` (``features.array_record`` if present)."""
         directory = Path(directory)
-        return cls.from_npy(directory / FEATURES_FILE, directory / IDS_FILE, expected_dim)
+        records = directory / ARRAY_RECORD_FILE
+        if not records.exists():
+            return cls.from_npy(directory / FEATURES_FILE, directory / IDS_FILE, expected_dim)
+        ids = _read_ids(directory / IDS_FILE)
+        reader = ArrayRecordFeatures(records, _stored_dim(directory / META_FILE))
+        if len(reader) != len(ids):
+            raise DataFormatError(
+                records, f"{len(reader)} records but {len(ids)} image ids in {IDS_FILE}"
+            )
+        matrix = np.empty(reader.shape, np.float32)
+        for start in range(0, len(ids), READ_CHUNK):
+            rows = np.arange(start, min(start + READ_CHUNK, len(ids)))
+            matrix[rows] = reader[rows]
+        return cls(ids, matrix, str(records), expected_dim)
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -145,15 +165,75 @@ class FeatureStore:
         """The [len(image_ids), D] features of ``image_ids``, in that order."""
         return self._matrix[self.rows(image_ids)]
 
-    def save(self, directory: str | Path) -> Path:
-        """Writes features.npy, ids.json and meta.json (source, count, dim) into ``directory``."""
+    def save(self, directory: str | Path, layout: str = "npy") -> Path:
+        """Writes the features (``features.npy``, or with ``layout="array_record"``
+        ``features.array_record``), ids.json and meta.json (source, count, dim, layout)."""
+        if layout not in LAYOUTS:
+            raise ValueError(f"unknown feature layout {layout!r}; valid: {list(LAYOUTS)}")
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
-        np.save(directory / FEATURES_FILE, self._matrix)
+        if layout == "npy":
+            np.save(directory / FEATURES_FILE, self._matrix)
+        else:
+            writer = ArrayRecordWriter(str(directory / ARRAY_RECORD_FILE), "group_size:1")
+            for row in self._matrix:
+                writer.write(row.tobytes())
+            writer.close()
         (directory / IDS_FILE).write_text(json.dumps(list(self._ids)), encoding="utf-8")
-        meta = {"source": self.source, "count": len(self), "dim": self.dim}
+        meta = {"source": self.source, "count": len(self), "dim": self.dim, "layout": layout}
         (directory / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
         return directory
+
+
+class ArrayRecordFeatures:
+    """Feature rows read on demand from an ArrayRecord file, one float32 record per image.
+
+    ``features[rows]`` gives [len(rows), dim] float32 like a NumPy matrix, so a
+    store larger than memory can feed the batch-gathering input pipeline
+    directly: each process then reads only its own rows, in grain's reader
+    threads or worker processes (grain's ArrayRecordDataSource pickles).
+    """
+
+    def __init__(self, path: str | Path, dim: int):
+        self.path, self.dim = Path(path), int(dim)
+        try:
+            self._source = grain.sources.ArrayRecordDataSource([str(self.path)])
+            self._count = len(self._source)
+        except Exception as error:  # the reader raises several types for a damaged file
+            raise DataFormatError(
+                self.path, f"cannot read as ArrayRecord ({type(error).__name__}: {error})"
+            ) from error
+
+    def __len__(self) -> int:
+        return self._count
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self._count, self.dim)
+
+    def __getitem__(self, rows: np.ndarray) -> np.ndarray:
+        rows = np.atleast_1d(np.asarray(rows, np.int64))
+        try:
+            records = self._source.__getitems__(rows.tolist())
+        except Exception as error:
+            raise DataFormatError(
+                self.path, f"cannot read records ({type(error).__name__}: {error})"
+            ) from error
+        size = 4 * self.dim
+        for row, record in zip(rows, records, strict=True):
+            if len(record) != size:
+                raise DataFormatError(
+                    self.path,
+                    f"record {row} has {len(record)} bytes, expected {size} ({self.dim} float32)",
+                )
+        return np.frombuffer(b"".join(records), np.float32).reshape(len(rows), self.dim)
+
+
+def _stored_dim(meta_path: Path) -> int:
+    try:
+        return int(json.loads(meta_path.read_text(encoding="utf-8"))["dim"])
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise DataFormatError(meta_path, f"needs the feature dim ({error})") from error
 
 
 def _read_ids(path: Path) -> list[str]:
