@@ -114,6 +114,9 @@ GLOVE_MODELS = {
     "VTFN-BOW-GloVe (lr=1e-2)": ("coco_bow", f"{GLOVE},lr=1e-2"),
     "VTFN-GRU-GloVe": ("coco_gru", GLOVE),
     "VTFN-CNN-GloVe": ("coco_cnn", GLOVE),
+    # GloVe kept as it is; only the recurrence / convolutions and W learn (BOW would be GloVe-NR)
+    "VTFN-GRU-GloVe (frozen words)": ("coco_gru", f"{GLOVE},frozen_words=True"),
+    "VTFN-CNN-GloVe (frozen words)": ("coco_cnn", f"{GLOVE},frozen_words=True"),
     "VTFN-BOW-GloVe+pivot (lr=1e-3)": ("coco_bow", f"{GLOVE},lr=1e-3,pivot=1.0"),
     "VTFN-BOW-GloVe+pivot (lr=1e-2)": ("coco_bow", f"{GLOVE},lr=1e-2,pivot=1.0"),
     # one caption per image (the paper's setting): the image cannot pivot between captions
@@ -505,6 +508,8 @@ def render_glove(result: dict) -> str:
         *GLOVE_CHOICES,
         "VTFN-GRU-GloVe",
         "VTFN-CNN-GloVe",
+        "VTFN-GRU-GloVe (frozen words)",
+        "VTFN-CNN-GloVe (frozen words)",
         "CaptionPivot-GloVe",
     ]
     subsets = format_table(

@@ -46,7 +46,14 @@ def trainer_defaults(config: ml_collections.ConfigDict) -> None:
     config.input_workers = 0  # grain worker processes building batches (0: in the trainer)
     config.allow_config_change = False  # resume a workdir whose model/data keys differ
     config.optimizer = ml_collections.ConfigDict(
-        dict(learning_rate=5e-4, decay_rate=1.0, decay_steps=1000, l2=0.0, clip_norm=5.0)
+        dict(
+            learning_rate=5e-4,
+            decay_rate=1.0,
+            decay_steps=1000,
+            l2=0.0,
+            clip_norm=5.0,
+            frozen=(),  # parameter path names left untrained, e.g. ("embed",) for GloVe
+        )
     )
     config.early_stopping = ml_collections.ConfigDict(
         dict(metric="dev/same_image_auc", mode="max", patience=0)

@@ -22,6 +22,7 @@ VTFN_ARGS = dict(
     fraction=1.0,
     glove="",
     glove_words=-1,
+    frozen_words=False,
     pivot=0.0,
     image=1.0,
     select="dev_auc",
@@ -39,7 +40,8 @@ def parse(arg: str | None, **overrides) -> ml_collections.ConfigDict:
     ("" | "package" | glove.*.txt path; sets the word-vector size to the
     file's); glove_words (with glove: the vocabulary is the captions' words plus
     GloVe's first glove_words words by rank, -1 all of them, so words only
-    evaluation text uses keep their GloVe vector); pivot
+    evaluation text uses keep their GloVe vector); frozen_words (word vectors
+    left untrained, e.g. GloVe's, while the rest of the tower learns); pivot
     (weight of the caption-pivot loss); image (weight of the image loss; 0 with
     pivot>0 is the CaptionPivot control); select ("dev_auc": early stopping on
     held-out images' same-image AUC, or "avg2016": on STS16 mean Pearson, the
@@ -68,6 +70,7 @@ def run_parsed(arg: ml_collections.ConfigDict, source: str) -> ml_collections.Co
     config.optimizer.update(
         learning_rate=arg.lr, decay_rate=arg.decay, decay_steps=arg.decay_steps, l2=arg.l2
     )
+    config.optimizer.frozen = ("embed",) if arg.frozen_words else ()
     config.checkpoint_every = 500
     config.early_stopping.patience = 5
     config.data = common.caption_files(arg.data_dir)

@@ -201,6 +201,16 @@ def test_no_usable_checkpoint_is_an_error_naming_the_folder(tmp_path):
         run(tiny_config(), tmp_path)
 
 
+def test_frozen_parameters_keep_their_initial_values(tmp_path):
+    config = tiny_config()
+    config.optimizer.frozen = ("bias",)
+    initial = Regressor(nnx.Rngs(0))
+    model, result = run(config, tmp_path)
+    np.testing.assert_array_equal(model.linear.bias[...], initial.linear.bias[...])
+    assert not np.allclose(model.linear.kernel[...], initial.linear.kernel[...])
+    assert result.last_loss < 0.1
+
+
 def test_restore_into_fresh_model(tmp_path):
     model, _ = run(tiny_config(), tmp_path, dev_eval)
     fresh = Regressor(nnx.Rngs(123))

@@ -97,8 +97,23 @@ def make_optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransform
     return optax.chain(*parts)
 
 
-def make_train_step(graphdef: nnx.GraphDef, loss_fn: LossFn, mesh: jax.sharding.Mesh):
-    """Compiles one optimisation step over the mesh; state is donated."""
+def trainable(config: ml_collections.ConfigDict) -> nnx.filterlib.Filter:
+    """The parameters training updates: all but those whose path names one of
+    ``optimizer.frozen`` (e.g. ``("embed",)`` keeps pretrained word vectors as they are)."""
+    frozen = tuple(config.optimizer.get("frozen", ()))
+    if not frozen:
+        return nnx.Param
+    return nnx.All(nnx.Param, nnx.Not(nnx.Any(*(nnx.PathContains(name) for name in frozen))))
+
+
+def make_train_step(
+    graphdef: nnx.GraphDef,
+    loss_fn: LossFn,
+    mesh: jax.sharding.Mesh,
+    wrt: nnx.filterlib.Filter = nnx.Param,
+):
+    """Compiles one optimisation step over the mesh, differentiating the ``wrt``
+    parameters (the optimizer's); state is donated."""
     replicated = mesh_lib.replicated(mesh)
 
     def train_step(state: nnx.State, batch: Mapping[str, jax.Array], key: jax.Array):
@@ -108,7 +123,8 @@ def make_train_step(graphdef: nnx.GraphDef, loss_fn: LossFn, mesh: jax.sharding.
         def loss_of(m: nnx.Module):
             return loss_fn(m, batch, key)
 
-        (loss, metrics), grads = nnx.value_and_grad(loss_of, has_aux=True)(model)
+        grad_fn = nnx.value_and_grad(loss_of, argnums=nnx.DiffState(0, wrt), has_aux=True)
+        (loss, metrics), grads = grad_fn(model)
         optimizer.update(model, grads)
         metrics = {"loss": loss, **metrics, "grad_norm": optax.tree.norm(grads)}
         return nnx.state((model, optimizer)), metrics
@@ -229,7 +245,8 @@ def train_loop(
     """Trains ``model`` in place, resuming from ``workdir/checkpoints`` when present.
 
     Config keys used: seed, batch_size, num_steps, log_every, checkpoint_every,
-    optimizer.*, early_stopping.{metric, mode, patience}. With ``evaluate``, the
+    optimizer.* (``optimizer.frozen``: see ``trainable``), early_stopping.{metric,
+    mode, patience}. With ``evaluate``, the
     model with the best ``early_stopping.metric`` is also saved to
     ``workdir/best``; training stops after ``patience`` evaluations of that
     metric without improvement (patience 0 disables stopping).
@@ -240,7 +257,8 @@ def train_loop(
     mesh = mesh_lib.make_data_mesh()
     mesh_lib.local_batch_size(config.batch_size)  # validates divisibility early
 
-    optimizer = nnx.Optimizer(model, make_optimizer(config), wrt=nnx.Param)
+    wrt = trainable(config)
+    optimizer = nnx.Optimizer(model, make_optimizer(config), wrt=wrt)
     checkpoints = Checkpointer(workdir / CHECKPOINT_DIR, max_to_keep=2)
     every = evaluate.every if evaluate else 0
     best_checkpoints = Checkpointer(workdir / BEST_DIR, max_to_keep=1) if every else None
@@ -259,7 +277,7 @@ def train_loop(
 
     graphdef, state = nnx.split((model, optimizer))
     state = mesh_lib.replicate(state, mesh)
-    train_step = make_train_step(graphdef, loss_fn, mesh)
+    train_step = make_train_step(graphdef, loss_fn, mesh, wrt)
     base_key = jax.random.key(config.seed)
     writer = MetricWriter(workdir, resume_step=step)
     progress = Progress(config.num_steps, per_unit=config.batch_size, first=step)
