@@ -203,7 +203,7 @@ def _exit_if_a_peer_fails(checkpoints: Checkpointer) -> Iterator[None]:
     A peer that dies (SIGKILL, lost host) breaks the next all-reduce. Raising
     would leave jax's shutdown barrier waiting for the dead peer until the
     heartbeat timeout (capsim.train.mesh.HEARTBEAT_ENV) and then abort, so the
-    survivor says why and exits 1 without that wait. Every checkpoint save has
+    survivor says why and exits with PEER_FAILURE_EXIT_CODE without that wait. Every checkpoint save has
     finished by then (each save is awaited), so rerunning the same command on
     every host resumes from the last one.
     """
@@ -246,8 +246,7 @@ def train_loop(
 
     Config keys used: seed, batch_size, num_steps, log_every, checkpoint_every,
     optimizer.* (``optimizer.frozen``: see ``trainable``), early_stopping.{metric,
-    mode, patience}. With ``evaluate``, the
-    model with the best ``early_stopping.metric`` is also saved to
+    mode, patience}. With ``evaluate``, the model with the best ``early_stopping.metric`` is also saved to
     ``workdir/best``; training stops after ``patience`` evaluations of that
     metric without improvement (patience 0 disables stopping).
     """
