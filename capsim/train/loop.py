@@ -246,9 +246,10 @@ def train_loop(
 
     Config keys used: seed, batch_size, num_steps, log_every, checkpoint_every,
     optimizer.* (``optimizer.frozen``: see ``trainable``), early_stopping.{metric,
-    mode, patience}. With ``evaluate``, the model with the best ``early_stopping.metric`` is also saved to
-    ``workdir/best``; training stops after ``patience`` evaluations of that
-    metric without improvement (patience 0 disables stopping).
+    mode, patience}. With ``evaluate``, the model with the best
+    ``early_stopping.metric`` is also saved to ``workdir/best``; training stops
+    after ``patience`` evaluations of that metric without improvement (patience
+    0 disables stopping).
     """
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
