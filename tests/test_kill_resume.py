@@ -161,6 +161,20 @@ def _expect_survivors_to_stop(run: Run, victim: int) -> None:
         ), err[-3000:]
 
 
+def _expect_unfinished_checkpoint(checkpoints: Path, step: int, victim: int) -> None:
+    """The save of ``step`` began but never became a checkpoint a resume could pick up.
+
+    Process 0 writes the files: killed, it leaves its ``.orbax-checkpoint-tmp``
+    folder behind. Another victim may die before process 0's writer has created
+    that folder, so there only the absence of a finished step is certain.
+    """
+    assert not (checkpoints / str(step)).exists(), f"step {step} was finished despite the kill"
+    if victim == 0:
+        assert (checkpoints / f"{step}.orbax-checkpoint-tmp").exists(), (
+            "the kill did not land while the checkpoint was being written"
+        )
+
+
 def _kill_plan(rng: np.random.Generator, points: int) -> list[tuple[str, int]]:
     """``points`` kills: one during the checkpoint write nearest a random step, others at random steps."""
     during_save = int(rng.integers(points))
@@ -182,15 +196,14 @@ def _train_with_kills(workdir: Path, seed: int, points: int, processes: int) -> 
             )
             run.procs[victim].wait(timeout=300)
             assert run.procs[victim].returncode == -signal.SIGKILL, run.stderr(victim)[-2000:]
-            assert (workdir / "checkpoints" / f"{at}.orbax-checkpoint-tmp").exists(), (
-                "the kill did not land while the checkpoint was being written"
-            )
+            _expect_survivors_to_stop(run, victim)
+            _expect_unfinished_checkpoint(workdir / "checkpoints", at, victim)
             reached = at
         else:
             run = Run(workdir, NUM_STEPS, processes)
             reached = _kill_after(run, reached + gap, victim)
+            _expect_survivors_to_stop(run, victim)
         history.append(f"{kind}@{reached}/p{victim}")
-        _expect_survivors_to_stop(run, victim)
     final = Run(workdir, NUM_STEPS, processes)
     assert final.wait() == [0] * processes, final.stderr(0)[-3000:]
     return history
