@@ -67,6 +67,7 @@ from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
 from capsim import text
 from capsim.data import corpus as corpus_lib
+from capsim.data import pipeline
 from capsim.data.pipeline import READ_OPTIONS, training_dataset
 from capsim.eval.ngram import Bleu, CiderD
 from capsim.train import mesh as mesh_lib
@@ -94,6 +95,9 @@ IMAGE_DIM = 2048
 MIN_TOKENS, MAX_TOKENS = 8, 20
 FIRST_WORD_ID = len(text.SPECIALS)
 DISTINCT_BATCHES = 4
+# Length-bucketed rows: widths rounded up to this multiple, over 8 batches, so the mix of
+# widths is close to an epoch's (with 8-20 tokens: 3 batches of 12, 2 of 16, 3 of 20).
+LENGTH_MULTIPLE, BUCKETED_BATCHES = 4, 8
 ROUNDS = 5
 SCORING_SECTION = "## Scoring throughput"
 BLEU_ORDER = 4
@@ -108,19 +112,37 @@ def _i2ce_paper() -> ml_collections.ConfigDict:
     return config
 
 
+def _length_bucketed(make_config: Callable[[], ml_collections.ConfigDict]):
+    """The same model trained on length-bucketed batches (data.length_buckets=4)."""
+
+    def config() -> ml_collections.ConfigDict:
+        config = make_config()
+        config.data.length_buckets = LENGTH_MULTIPLE
+        return config
+
+    return config
+
+
 # name -> the model's real training config.
 TRAINING_MODELS: dict[str, Callable[[], ml_collections.ConfigDict]] = {
-    "I2CE-paper": _i2ce_paper,
+    "I2CE-paper-scale": _i2ce_paper,
     "I2CE-default": lambda: i2ce_common.coco_config(None, loss="margin"),
     "VTFN-BOW": lambda: vtfn_common.vtfn_config(None, encoder="bow_sum", source="files"),
     "VTFN-GRU": lambda: vtfn_common.vtfn_config(None, encoder="gru", source="files"),
     "VTFN-LSTM": lambda: vtfn_common.vtfn_config(None, encoder="lstm", source="files"),
     "VTFN-CNN": lambda: vtfn_common.vtfn_config(None, encoder="cnn", source="files"),
 }
+# The recurrent rows again on length-bucketed batches, where the scan length is the lever.
+TRAINING_MODELS.update(
+    {
+        f"{name}-bucketed": _length_bucketed(TRAINING_MODELS[name])
+        for name in ("I2CE-default", "VTFN-GRU", "VTFN-LSTM")
+    }
+)
 # Rows whose vocabulary is not VOCAB_SIZE: the paper's 10,000 and the default config's cap.
-ROW_VOCAB = {"I2CE-paper": 10_000, "I2CE-default": 6000}
+ROW_VOCAB = {"I2CE-paper-scale": 10_000, "I2CE-default": 6000, "I2CE-default-bucketed": 6000}
 # Rows whose captions all fill max_len (the paper-scale shape the FLOPs are counted for).
-FULL_LENGTH = {"I2CE-paper"}
+FULL_LENGTH = {"I2CE-paper-scale"}
 
 HostBatch = dict[str, np.ndarray]
 
@@ -160,11 +182,19 @@ def synthetic_batches(
     rng = np.random.default_rng(seed)
     batch_size, max_len = sizes.batch_size, config.data.max_len
     shortest = max_len if name in FULL_LENGTH else MIN_TOKENS
+    multiple = config.data.get("length_buckets", 0)
+    count = BUCKETED_BATCHES if multiple else DISTINCT_BATCHES
+    all_lengths = rng.integers(shortest, min(MAX_TOKENS, max_len) + 1, count * batch_size)
+    widths = np.full(count, max_len)
+    if multiple:  # batches as capsim.data.pipeline.LengthBuckets forms them, cut to width
+        buckets = pipeline.LengthBuckets(all_lengths, multiple, max_len)
+        order = buckets.group(np.arange(len(all_lengths)), batch_size, rng)
+        all_lengths = all_lengths[order]
+        widths = buckets.rounded(order).reshape(count, batch_size).max(axis=1)
     batches = []
-    for _ in range(DISTINCT_BATCHES):
-        lengths = rng.integers(shortest, min(MAX_TOKENS, max_len) + 1, batch_size)
-        mask = np.arange(max_len)[None, :] < lengths[:, None]
-        words = rng.integers(FIRST_WORD_ID, sizes.vocab_for(name), (batch_size, max_len))
+    for lengths, width in zip(all_lengths.reshape(count, batch_size), widths, strict=True):
+        mask = np.arange(width)[None, :] < lengths[:, None]
+        words = rng.integers(FIRST_WORD_ID, sizes.vocab_for(name), (batch_size, width))
         ids = np.where(mask, words, text.PAD_ID).astype(np.int32)
         ids[:, 0] = text.BOS_ID
         ids[np.arange(batch_size), lengths - 1] = text.EOS_ID
@@ -289,11 +319,20 @@ def ratio_summary(ours: Sequence[float], reference: Sequence[float]) -> dict[str
     }
 
 
-def step_flops(name: str, config: ml_collections.ConfigDict, sizes: Sizes) -> int:
-    """Hand-counted model FLOPs of one training step (bench/flops.py)."""
-    if is_vtfn(name):
-        return flops.vtfn_step_flops(config, sizes.image_dim).training
-    return flops.i2ce_step_flops(config, sizes.vocab_for(name)).training
+def step_flops(
+    name: str, config: ml_collections.ConfigDict, sizes: Sizes, batches: Sequence[HostBatch]
+) -> float:
+    """Hand-counted model FLOPs of one training step (bench/flops.py) at the width the batches
+    are padded to; the mean over ``batches`` when length buckets give them several widths."""
+    counts = []
+    for batch in batches:
+        at_width = config.copy_and_resolve_references()
+        at_width.data.max_len = batch["mask" if is_vtfn(name) else "anchor_mask"].shape[1]
+        if is_vtfn(name):
+            counts.append(flops.vtfn_step_flops(at_width, sizes.image_dim).training)
+        else:
+            counts.append(flops.i2ce_step_flops(at_width, sizes.vocab_for(name)).training)
+    return float(np.mean(counts))
 
 
 def measure_training(
@@ -310,7 +349,7 @@ def measure_training(
     jax_loss, torch_loss = initial_losses(pair, batches[0])
     jax_params, torch_params = pair.parameter_counts()
     jax_runner, torch_runner = JaxRunner(pair), TorchRunner(pair)
-    warm = [batches[i % len(batches)] for i in range(warmup)]
+    warm = [batches[i % len(batches)] for i in range(max(warmup, len(batches)))]  # every width
     jax_runner(warm)
     torch_runner(warm)
 
@@ -324,7 +363,7 @@ def measure_training(
     load_end = os.getloadavg()[0]
     jax_steps_per_s = steps / float(np.median(seconds["jax"]))
     torch_steps_per_s = steps / float(np.median(seconds["torch"]))
-    per_step = step_flops(name, pair.config, sizes)
+    per_step = step_flops(name, pair.config, sizes, batches)
     return {
         "name": name,
         "what": "train",
@@ -726,7 +765,7 @@ Command: `{command}`
   `bench/torch_reference.py` (same sizes, weights, loss and optimizer; packed RNNs, so PAD steps
   are skipped there).
 - Batches: synthetic captions of {MIN_TOKENS}-{MAX_TOKENS} tokens padded to the config's max_len,
-  vocabulary {VOCAB_SIZE}, {IMAGE_DIM}-d features; `I2CE-paper` is the paper's scale (every
+  vocabulary {VOCAB_SIZE}, {IMAGE_DIM}-d features; `I2CE-paper-scale` is the paper's scale (every
   caption 20 tokens, embed 300, hidden 512, vocabulary 10,000, margin branch) and `I2CE-default`
   the default config (configs/i2ce_coco_margin.py sizes, vocabulary cap 6,000).
 - FLOPs: matrix products counted by hand from the shapes (bench/flops.py), forward and backward;
@@ -754,7 +793,7 @@ Headroom = our examples/s over the fastest training step's JAX examples/s in the
     update_section(SECTION, section)
     RESULTS_JSON.parent.mkdir(parents=True, exist_ok=True)
     previous = json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {"rows": []}
-    kept = [r for r in previous["rows"] if r.get("what") not in ("train", "pipeline", None)]
+    kept = [r for r in previous["rows"] if r.get("what") == "score"]
     previous.update(
         command=command,
         settings=settings,

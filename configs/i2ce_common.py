@@ -54,7 +54,7 @@ def coco_run_parsed(arg: ml_collections.ConfigDict) -> ml_collections.ConfigDict
     config.checkpoint_every = 400
     config.early_stopping.patience = 4
     config.data = common.caption_files(arg.data_dir, "flickr8k" if arg.flickr8k else "")
-    config.data.update(dev_images=500, max_len=20, min_count=5, max_vocab=6000)
+    config.data.update(dev_images=500, max_len=20, min_count=5, max_vocab=6000, length_buckets=0)
     config.scorer = dict(pooling="top-3")
     config.evals = dict(
         dev=common.same_image_eval(every=200),

@@ -23,6 +23,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         source="shapes_world",
         shapes_world=dict(num_scenes=2000, seed=0),
         max_len=24,
+        length_buckets=0,  # >0: length-bucketed batches, widths rounded to this multiple
         min_count=1,
         max_vocab=0,
     )

@@ -86,6 +86,7 @@ def run_parsed(arg: ml_collections.ConfigDict, source: str) -> ml_collections.Co
         dev_images=250,
         test_images=500,
         max_len=24,
+        length_buckets=0,  # >0: length-bucketed batches, widths rounded to this multiple
         min_count=2,
         max_vocab=0,
     )

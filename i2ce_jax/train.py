@@ -55,13 +55,16 @@ def load_corpora(
 def make_batch_fn(corpus: corpus_lib.EncodedCorpus):
     """Anchor captions plus a different caption of the same image each (when it has one)."""
 
-    def make_batch(rows: np.ndarray, draws: np.ndarray) -> dict[str, np.ndarray]:
-        similar = corpus.other_captions(rows, draws)
+    def make_batch(
+        rows: np.ndarray, draws: np.ndarray, width: int | None = None
+    ) -> dict[str, np.ndarray]:
+        anchor_ids, anchor_mask = corpus.tokens(rows, width)
+        similar_ids, similar_mask = corpus.tokens(corpus.other_captions(rows, draws), width)
         return {
-            "anchor_ids": corpus.ids[rows],
-            "anchor_mask": corpus.mask[rows],
-            "similar_ids": corpus.ids[similar],
-            "similar_mask": corpus.mask[similar],
+            "anchor_ids": anchor_ids,
+            "anchor_mask": anchor_mask,
+            "similar_ids": similar_ids,
+            "similar_mask": similar_mask,
             "group": corpus.image_index[rows],
         }
 
@@ -94,6 +97,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
         global_batch_size=config.batch_size,
         seed=config.seed,
         workers=config.get("input_workers", 0),
+        length_buckets=train.length_buckets(data.get("length_buckets", 0), True),
     )
     embedding_init = glove.vectors_for_vocab(
         config.model.glove, vocab, config.model.embed_dim, seed=config.seed

@@ -85,3 +85,83 @@ def test_other_captions_at_the_ends_of_the_draw_range(draw):
     chosen = corpus.other_captions(rows, np.full(len(rows), draw))
     assert np.all(chosen != rows)
     assert np.array_equal(corpus.image_index[chosen], corpus.image_index[rows])
+
+
+def _rows_draws_and_width(rows, draws, width=None):
+    return {"rows": rows.copy(), "draws": draws, "width": width}
+
+
+def _buckets(widths, multiple=4, max_width=20):
+    return pipeline.LengthBuckets(np.asarray(widths), multiple, max_width)
+
+
+def test_length_buckets_group_similar_widths_and_cut_each_batch_to_its_widest():
+    widths = np.random.default_rng(0).integers(3, 21, 400)
+    buckets = _buckets(widths)
+    dataset = pipeline.training_dataset(
+        400, _rows_draws_and_width, global_batch_size=16, seed=2, length_buckets=buckets
+    )
+    batches = _batches(dataset, 50)  # two epochs of 25 batches
+    for epoch in (batches[:25], batches[25:]):
+        rows = np.concatenate([b["rows"] for b in epoch])
+        assert len(set(rows.tolist())) == 400  # every example at most once; 0 left over here
+    rounded = [sorted(set(buckets.rounded(b["rows"]).tolist())) for b in batches]
+    for batch, widths_in in zip(batches, rounded, strict=True):
+        assert batch["width"] == max(widths_in) and batch["width"] >= widths[batch["rows"]].max()
+    # 5 rounded widths (4..20) leave at most 4 batches per epoch that straddle two of them.
+    assert sum(len(w) > 1 for w in rounded[:25]) <= 4
+    # Batches of one width still come in a random order, and the two epochs differ.
+    assert len({b["width"] for b in batches[:5]}) > 1
+    assert not np.array_equal(batches[0]["rows"], batches[25]["rows"])
+
+
+def test_length_buckets_cap_at_the_padded_width_and_leave_a_random_remainder():
+    buckets = _buckets([19, 20, 7], multiple=8, max_width=20)
+    assert buckets.rounded(np.arange(3)).tolist() == [20, 20, 8]
+    dataset = pipeline.training_dataset(
+        50, _rows_draws_and_width, global_batch_size=8, seed=0, length_buckets=_buckets(range(50))
+    )
+    left_out = [
+        set(range(50)) - set(np.concatenate([b["rows"] for b in _batches(dataset, 12)[e::2]]))
+        for e in (0, 1)
+    ]
+    assert all(len(rest) >= 2 for rest in left_out)
+
+
+def test_length_bucketed_processes_cut_their_shares_to_the_global_batch_width(monkeypatch):
+    widths = np.random.default_rng(1).integers(3, 21, 160)
+
+    def dataset():
+        return pipeline.training_dataset(
+            160,
+            _rows_draws_and_width,
+            global_batch_size=8,
+            seed=5,
+            length_buckets=_buckets(widths),
+        )
+
+    whole = _batches(dataset(), 30)
+    monkeypatch.setattr(pipeline.jax, "process_count", lambda: 2)
+    shares = []
+    for index in range(2):
+        monkeypatch.setattr(pipeline.jax, "process_index", lambda index=index: index)
+        shares.append(_batches(dataset(), 30))
+    for full, zero, one in zip(whole, *shares, strict=True):
+        np.testing.assert_array_equal(np.concatenate([zero["rows"], one["rows"]]), full["rows"])
+        assert zero["width"] == one["width"] == full["width"]
+
+
+def test_corpus_length_buckets_cover_the_other_captions_of_each_image():
+    corpus = _corpus([1, 2, 5, 3])
+    lengths = corpus.mask.sum(axis=1)
+    assert corpus.length_buckets(0) is None
+    own = corpus.length_buckets(2)
+    np.testing.assert_array_equal(own.widths, lengths)
+    assert own.max_width == corpus.ids.shape[1]
+    with_others = corpus.length_buckets(2, with_other_captions=True)
+    for row in range(len(corpus)):
+        siblings = corpus.captions_of_image[corpus.image_index[row]]
+        assert with_others.widths[row] == lengths[siblings].max()
+    ids, mask = corpus.tokens(np.array([0, 3]), width=5)
+    assert ids.shape == mask.shape == (2, 5)
+    np.testing.assert_array_equal(ids, corpus.ids[[0, 3], :5])

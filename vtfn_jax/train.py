@@ -47,17 +47,20 @@ def make_batch_fn(split: CaptionSplit, pivot: bool):
     """Captions with their images' features (and, for the pivot loss, other captions of them)."""
     corpus = split.corpus
 
-    def make_batch(rows: np.ndarray, draws: np.ndarray) -> dict[str, np.ndarray]:
+    def make_batch(
+        rows: np.ndarray, draws: np.ndarray, width: int | None = None
+    ) -> dict[str, np.ndarray]:
         images = corpus.image_index[rows]
+        ids, mask = corpus.tokens(rows, width)
         batch = {
-            "ids": corpus.ids[rows],
-            "mask": corpus.mask[rows],
+            "ids": ids,
+            "mask": mask,
             "features": split.features[images],
             "group": images.astype(np.int32),
         }
         if pivot:
             other = corpus.other_captions(rows, draws)
-            batch["pivot_ids"], batch["pivot_mask"] = corpus.ids[other], corpus.mask[other]
+            batch["pivot_ids"], batch["pivot_mask"] = corpus.tokens(other, width)
         return batch
 
     return make_batch
@@ -98,12 +101,14 @@ def train_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData)
     """Trains the text tower and W; returns (text embedder, image embedder, train summary)."""
     train = data.splits["train"]
     steps_for_epochs(config, len(train.corpus))
+    pivot = config.loss.pivot_weight > 0
     dataset = training_dataset(
         len(train.corpus),
-        make_batch_fn(train, pivot=config.loss.pivot_weight > 0),
+        make_batch_fn(train, pivot),
         global_batch_size=config.batch_size,
         seed=config.seed,
         workers=config.get("input_workers", 0),
+        length_buckets=train.corpus.length_buckets(config.data.get("length_buckets", 0), pivot),
     )
     model = _model_for(config, data)
     evaluators = Evaluators(config.evals, lambda m: vtfn_subject(m, data))

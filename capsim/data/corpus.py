@@ -17,7 +17,7 @@ import ml_collections
 import numpy as np
 
 from capsim import text
-from capsim.data import captions
+from capsim.data import captions, pipeline
 from capsim.data.records import CaptionRecord
 
 FLICKR8K_EVAL_SPLIT = "test"
@@ -102,6 +102,25 @@ class EncodedCorpus:
 
     def __len__(self) -> int:
         return len(self.records)
+
+    def tokens(self, rows: np.ndarray, width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, mask) of ``rows``, cut to ``width`` positions (all of them with None)."""
+        return self.ids[rows, :width], self.mask[rows, :width]
+
+    def length_buckets(
+        self, multiple: int, with_other_captions: bool = False
+    ) -> pipeline.LengthBuckets | None:
+        """Length-bucketed batches (``multiple`` > 0) or None (0). Each caption needs its
+        own length, or with another caption of its image alongside (I2CE's similar
+        caption, VTFN's pivot), the longest caption of that image."""
+        if not multiple:
+            return None
+        widths = self.mask.sum(axis=1)
+        if with_other_captions:
+            longest = np.zeros(len(self.image_ids), widths.dtype)
+            np.maximum.at(longest, self.image_index, widths)
+            widths = longest[self.image_index]
+        return pipeline.LengthBuckets(widths, multiple, self.ids.shape[1])
 
     def other_captions(self, rows: np.ndarray, draws: np.ndarray) -> np.ndarray:
         """For each row, a different caption of its image, picked by its draw in [0, 1).

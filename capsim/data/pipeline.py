@@ -8,6 +8,7 @@ training step (bench/throughput.py measures both).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable
 
@@ -46,21 +47,62 @@ def uniform_draws(seed: int, positions: np.ndarray) -> np.ndarray:
     return (z >> np.uint64(11)).astype(np.float64) / float(1 << 53)
 
 
+@dataclasses.dataclass(frozen=True)
+class LengthBuckets:
+    """Batches of captions of similar length, each cut to its longest caption.
+
+    ``widths[i]`` is the number of token positions example i needs: its
+    caption's length, or the longest caption it brings along (another caption
+    of its image). Widths round up to a ``multiple`` (at most ``max_width``),
+    each epoch's batches are drawn within one rounded width where they can be,
+    and a batch is cut to its widest example. The RNN scans then stop near the
+    longest real caption instead of running every padded step, as PyTorch's
+    packed RNNs do, and a handful of widths means a handful of compiles.
+
+    The cost is in what a batch holds: its in-batch negatives have lengths like
+    its positives. That is why it is a config choice (``data.length_buckets``).
+    """
+
+    widths: np.ndarray
+    multiple: int
+    max_width: int
+
+    def rounded(self, rows: np.ndarray) -> np.ndarray:
+        """The width each example's batch needs, rounded up to the multiple."""
+        rounded = -(-self.widths[rows] // self.multiple) * self.multiple
+        return np.minimum(rounded, self.max_width)
+
+    def group(self, order: np.ndarray, batch_size: int, rng: np.random.Generator) -> np.ndarray:
+        """``order``'s first full batches, regrouped into batches of one rounded width where
+        possible (stable, so random within a width), the batches in a random order."""
+        used = order[: len(order) // batch_size * batch_size]
+        used = used[np.argsort(self.rounded(used), kind="stable")]
+        batches = used.reshape(-1, batch_size)
+        return batches[rng.permutation(len(batches))].reshape(-1)
+
+
 class _EpochOrder:
     """The example order of each epoch: a permutation seeded by (seed, epoch), kept for one epoch.
 
     One NumPy permutation per epoch instead of grain's per-element shuffle, so a
     batch of indices costs a slice rather than one Python call per example.
+    With length buckets, the permutation's batches are regrouped by width.
     """
 
-    def __init__(self, num_examples: int, seed: int):
+    def __init__(
+        self, num_examples: int, seed: int, batch_size: int, buckets: LengthBuckets | None
+    ):
         self.num_examples, self.seed = num_examples, seed
+        self.batch_size, self.buckets = batch_size, buckets
         self._orders: dict[int, np.ndarray] = {}
 
     def __call__(self, epoch: int) -> np.ndarray:
         order = self._orders.get(epoch)
         if order is None:
-            order = np.random.default_rng([self.seed, epoch]).permutation(self.num_examples)
+            rng = np.random.default_rng([self.seed, epoch])
+            order = rng.permutation(self.num_examples)
+            if self.buckets is not None:
+                order = self.buckets.group(order, self.batch_size, rng)
             # Reader threads may still be in the previous epoch; the dict is swapped whole.
             kept = {e: o for e, o in self._orders.items() if e == epoch - 1}
             self._orders = {**kept, epoch: order}
@@ -79,9 +121,15 @@ def _local_batch(
     size: int,
 ) -> Batch:
     epoch, offset = divmod(index, per_epoch)
+    epoch_order = order(epoch)
     start = offset * global_size + first
     positions = index * global_size + np.arange(first, first + size)
-    return make_batch(order(epoch)[start : start + size], uniform_draws(order.seed, positions))
+    rows, draws = epoch_order[start : start + size], uniform_draws(order.seed, positions)
+    if order.buckets is None:
+        return make_batch(rows, draws)
+    # The width of the whole global batch, so that every process cuts its share alike.
+    global_rows = epoch_order[offset * global_size : (offset + 1) * global_size]
+    return make_batch(rows, draws, width=int(order.buckets.rounded(global_rows).max()))
 
 
 def training_dataset(
@@ -92,6 +140,7 @@ def training_dataset(
     seed: int,
     num_epochs: int | None = None,
     workers: int = 0,
+    length_buckets: LengthBuckets | None = None,
 ) -> grain.IterDataset:
     """Batches of examples ``0..num_examples-1`` in a new random order each epoch.
 
@@ -105,6 +154,9 @@ def training_dataset(
     order, is the same for any number of processes. ``workers`` > 0 builds
     batches in that many grain worker processes, with the same batches in the
     same order; the iterator state (saved in checkpoints) resumes exactly.
+    With ``length_buckets``, batches hold captions of similar width and
+    ``make_batch`` is called with ``width=`` as well: it cuts its token arrays
+    to that many positions.
     """
     local = local_batch_size(global_batch_size)
     per_epoch = num_examples // global_batch_size
@@ -112,7 +164,7 @@ def training_dataset(
         raise ValueError(f"{num_examples} examples do not fill one batch of {global_batch_size}")
     batch = functools.partial(
         _local_batch,
-        order=_EpochOrder(num_examples, seed),
+        order=_EpochOrder(num_examples, seed, global_batch_size, length_buckets),
         make_batch=make_batch,
         per_epoch=per_epoch,
         global_size=global_batch_size,

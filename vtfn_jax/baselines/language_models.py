@@ -184,8 +184,11 @@ def build_language_model(
 def make_batch_fn(split: CaptionSplit, with_image: bool):
     corpus = split.corpus
 
-    def make_batch(rows: np.ndarray, draws: np.ndarray) -> dict[str, np.ndarray]:
-        batch = {"ids": corpus.ids[rows], "mask": corpus.mask[rows]}
+    def make_batch(
+        rows: np.ndarray, draws: np.ndarray, width: int | None = None
+    ) -> dict[str, np.ndarray]:
+        ids, mask = corpus.tokens(rows, width)
+        batch = {"ids": ids, "mask": mask}
         if with_image:
             batch["features"] = np.asarray(split.features[corpus.image_index[rows]], np.float32)
         return batch
@@ -202,6 +205,7 @@ def _train(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, wit
         global_batch_size=config.batch_size,
         seed=config.seed,
         workers=config.get("input_workers", 0),
+        length_buckets=train.corpus.length_buckets(config.data.get("length_buckets", 0)),
     )
     model = build_language_model(config, data, with_image)
     evaluators = Evaluators(config.evals, lambda m: subject_of(m, data, with_image))
