@@ -183,6 +183,14 @@ class VTFNReference(nn.Module):
         return self.image_weight * pearson_pair_loss(sim, same_group(batch), perm)
 
 
+def sequence_nll(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """NLL of ``targets`` [B, T] under ``logits`` [B, T, V]: summed over real tokens, mean over B."""
+    token_nll = F.cross_entropy(
+        logits.flatten(0, 1), targets.flatten().long(), reduction="none"
+    ).view(targets.shape)
+    return (token_nll * mask.float()).sum(dim=1).mean()
+
+
 class I2CEReference(nn.Module):
     """GRU autoencoder: summed masked NLL with teacher forcing, plus λ2 · margin over the batch."""
 
@@ -203,11 +211,7 @@ class I2CEReference(nn.Module):
     ) -> torch.Tensor:
         """Reads <S> w1..wn, predicts w1..wn </S>; padded steps run but are masked out of the sum."""
         outputs, _ = self.decoder_cell(self.encoder.embed(ids[:, :-1]), intrinsic[None])
-        logits = self.readout(outputs)
-        token_nll = F.cross_entropy(
-            logits.flatten(0, 1), ids[:, 1:].flatten().long(), reduction="none"
-        ).view(ids.shape[0], -1)
-        return (token_nll * mask[:, 1:].float()).sum(dim=1).mean()
+        return sequence_nll(self.readout(outputs), ids[:, 1:], mask[:, 1:])
 
     def loss(self, batch: Batch, perm: torch.Tensor) -> torch.Tensor:
         del perm  # the margin branch uses every in-batch negative

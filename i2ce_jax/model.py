@@ -81,12 +81,18 @@ class I2CEAutoencoder(nnx.Module):
         """
         inputs = self.encoder.embed(ids[:, :-1])
         _, outputs = scan_rnn(self.decoder_cell, inputs, mask[:, :-1], intrinsic)
-        logits = self.readout(outputs)
-        # logsumexp minus the target's logit: no [B, T, V] log-softmax array is made
-        # (faster in every round of bench/throughput.py's side-by-side check).
-        target_logit = jnp.take_along_axis(logits, ids[:, 1:, None], axis=-1)[..., 0]
-        token_nll = jax.nn.logsumexp(logits, axis=-1) - target_logit
-        return jnp.mean(jnp.sum(token_nll * mask[:, 1:], axis=1))
+        return sequence_nll(self.readout(outputs), ids[:, 1:], mask[:, 1:])
+
+
+def sequence_nll(logits: jax.Array, targets: jax.Array, mask: jax.Array) -> jax.Array:
+    """NLL of ``targets`` [B, T] under ``logits`` [B, T, V]: summed over real tokens, mean over B.
+
+    logsumexp minus the target's logit: no [B, T, V] log-softmax array is made
+    (faster in every round of bench/throughput.py's side-by-side check).
+    """
+    target_logit = jnp.take_along_axis(logits, targets[..., None], axis=-1)[..., 0]
+    token_nll = jax.nn.logsumexp(logits, axis=-1) - target_logit
+    return jnp.mean(jnp.sum(token_nll * mask, axis=1))
 
 
 def build_model(

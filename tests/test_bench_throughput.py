@@ -12,6 +12,7 @@ import shutil
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 # As bench/throughput.py does, before torch loads (see there why).
@@ -98,3 +99,37 @@ def test_pipeline_measurement_times_both_designs_on_the_same_corpus():
         assert row["what"] == "pipeline" and row["images"] == 64
         assert _positive_finite(row["ours"]) and _positive_finite(row["reference"])
         assert row["ratio_min"] <= row["ratio_median"] <= row["ratio_max"]
+
+
+def test_length_bucketed_rows_cut_batches_to_few_widths_and_count_flops_there():
+    name = "VTFN-GRU-bucketed"
+    config = throughput.model_config(name, throughput.Sizes())
+    batches = throughput.synthetic_batches(name, config, throughput.Sizes())
+    widths = sorted({b["mask"].shape[1] for b in batches})
+    assert len(batches) == throughput.BUCKETED_BATCHES
+    assert set(widths) <= {8, 12, 16, 20} and len(widths) > 1
+    for batch in batches:  # cut to its widest caption, rounded up to the multiple of 4
+        assert batch["mask"][:, -4:].any() and batch["ids"].shape == batch["mask"].shape
+    padded = throughput.model_config("VTFN-GRU", throughput.Sizes())
+    full = throughput.step_flops(
+        "VTFN-GRU", padded, throughput.Sizes(), [{"mask": np.ones((128, 24))}]
+    )
+    assert throughput.step_flops(name, config, throughput.Sizes(), batches) < full
+
+
+def test_paper_scale_parts_time_each_part_on_both_sides():
+    rows = throughput.measure_i2ce_parts(steps=1, rounds=2, sizes=TINY)
+    assert [r["name"].split(" ", 1)[1] for r in rows] == ["readout", "decoder GRU", "whole step"]
+    for row in rows:
+        assert row["what"] == "part"
+        assert _positive_finite(row["jax_seconds"]) and _positive_finite(row["torch_seconds"])
+        assert row["ratio_min"] <= row["ratio_median"] <= row["ratio_max"]
+    readout, decoder, whole = (r["flops_per_step"] for r in rows)
+    assert 0 < readout + decoder < whole and rows[-1]["share_of_step"] == 1.0
+
+
+def test_checkpoint_stall_times_background_and_awaited_saves():
+    row = throughput.measure_checkpoint_stall(rounds=2, sizes=TINY)
+    assert row["what"] == "checkpoint" and row["bytes"] > 0
+    assert _positive_finite(row["ours"]) and _positive_finite(row["reference"])
+    assert row["ratio_min"] <= row["ratio_median"] <= row["ratio_max"]

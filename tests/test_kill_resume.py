@@ -46,14 +46,17 @@ from test_trainer import run, tiny_config
 
 die_at = int(os.environ.get("DIE_DURING_SAVE", -1))
 if die_at >= 0 and jax.process_index() == int(os.environ.get("DIE_PROCESS", 0)):
-    save = checkpoint.Checkpointer.save
+    import orbax.checkpoint as ocp
 
-    def save_then_die(self, step, **items):
-        save(self, step, **items)  # asynchronous: its files are still being written
+    save = ocp.CheckpointManager.save
+
+    def save_then_die(self, step, *args, **kwargs):
+        saved = save(self, step, *args, **kwargs)  # asynchronous: files still being written
         if step == die_at and self.directory.name == checkpoint.CHECKPOINT_DIR:
             os.kill(os.getpid(), signal.SIGKILL)
+        return saved
 
-    checkpoint.Checkpointer.save = save_then_die
+    ocp.CheckpointManager.save = save_then_die
 
 workdir, num_steps = sys.argv[1], int(sys.argv[2])
 model, _ = run(tiny_config(num_steps=num_steps, checkpoint_every=7, log_every=1), workdir)

@@ -203,9 +203,9 @@ def _exit_if_a_peer_fails(checkpoints: Checkpointer) -> Iterator[None]:
     A peer that dies (SIGKILL, lost host) breaks the next all-reduce. Raising
     would leave jax's shutdown barrier waiting for the dead peer until the
     heartbeat timeout (capsim.train.mesh.HEARTBEAT_ENV) and then abort, so the
-    survivor says why and exits with PEER_FAILURE_EXIT_CODE without that wait. Every checkpoint save has
-    finished by then (each save is awaited), so rerunning the same command on
-    every host resumes from the last one.
+    survivor says why and exits with PEER_FAILURE_EXIT_CODE without that wait. Every
+    checkpoint save has finished by then (multi-process saves are awaited), so
+    rerunning the same command on every host resumes from the last one.
     """
     try:
         yield
@@ -319,7 +319,6 @@ def train_loop(
             if es.metric in results and stopping.update(results[es.metric]):
                 sync_objects()
                 best_checkpoints.save(step, model=model, meta={es.metric: results[es.metric]})
-                best_checkpoints.wait()
             preempted = preemption.requested
             if step % config.checkpoint_every == 0 or done or stopping.should_stop or preempted:
                 sync_objects()
@@ -329,9 +328,9 @@ def train_loop(
                     optimizer=optimizer,
                     data_iterator=data_iter,
                     meta=stopping.meta(),
-                )
-                checkpoints.wait()
+                )  # written in the background while training goes on (Checkpointer.save)
             if preempted:
+                checkpoints.wait()
                 writer.close()
                 print(
                     f"SIGTERM: saved a checkpoint at step {step} in {checkpoints.directory}; "
