@@ -165,3 +165,9 @@ def test_corpus_length_buckets_cover_the_other_captions_of_each_image():
     ids, mask = corpus.tokens(np.array([0, 3]), width=5)
     assert ids.shape == mask.shape == (2, 5)
     np.testing.assert_array_equal(ids, corpus.ids[[0, 3], :5])
+
+
+@pytest.mark.parametrize("multiple", [-4, 2.5, "4"])
+def test_a_bad_length_bucket_setting_is_a_clear_error(multiple):
+    with pytest.raises(ValueError, match=r"config.data.length_buckets must be 0 \(off\)"):
+        _corpus([2, 2]).length_buckets(multiple)

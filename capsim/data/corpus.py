@@ -113,6 +113,11 @@ class EncodedCorpus:
         """Length-bucketed batches (``multiple`` > 0) or None (0). Each caption needs its
         own length, or with another caption of its image alongside (I2CE's similar
         caption, VTFN's pivot), the longest caption of that image."""
+        if not isinstance(multiple, int) or multiple < 0:
+            raise ValueError(
+                f"config.data.length_buckets must be 0 (off) or a positive number of tokens "
+                f"to round widths up to, got {multiple!r}"
+            )
         if not multiple:
             return None
         widths = self.mask.sum(axis=1)
