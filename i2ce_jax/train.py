@@ -97,7 +97,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
         global_batch_size=config.batch_size,
         seed=config.seed,
         workers=config.get("input_workers", 0),
-        length_buckets=train.length_buckets(data.get("length_buckets", 0), True),
+        length_buckets=train.length_buckets(
+            data.get("length_buckets", 0), with_other_captions=True
+        ),
     )
     embedding_init = glove.vectors_for_vocab(
         config.model.glove, vocab, config.model.embed_dim, seed=config.seed

@@ -108,7 +108,9 @@ def train_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData)
         global_batch_size=config.batch_size,
         seed=config.seed,
         workers=config.get("input_workers", 0),
-        length_buckets=train.corpus.length_buckets(config.data.get("length_buckets", 0), pivot),
+        length_buckets=train.corpus.length_buckets(
+            config.data.get("length_buckets", 0), with_other_captions=pivot
+        ),
     )
     model = _model_for(config, data)
     evaluators = Evaluators(config.evals, lambda m: vtfn_subject(m, data))
