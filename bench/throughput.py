@@ -43,6 +43,7 @@ import argparse
 import contextlib
 import dataclasses
 import io
+import itertools
 import json
 import platform
 import shutil
@@ -295,19 +296,30 @@ class TorchRunner:
             self.trainer.step(batch)
 
 
-def time_rounds(runners: Mapping[str, Callable[[int], None]], rounds: int) -> dict[str, list]:
+def time_rounds(
+    runners: Mapping[str, Callable[[int], None]],
+    rounds: int,
+    *,
+    before: Callable[[str], None] | None = None,
+    after: Callable[[str], None] | None = None,
+) -> dict[str, list]:
     """Seconds of each runner per round; ``runner(round_index)`` does one round's work.
 
     Rounds alternate the runners (who goes first swaps each round), so a change
     in machine load falls on both sides; ratios are taken per round.
+    ``before(name)`` and ``after(name)`` run around each runner, off the clock.
     """
     seconds: dict[str, list[float]] = {name: [] for name in runners}
     names = list(runners)
     for index in range(rounds):
         for name in names if index % 2 == 0 else names[::-1]:
+            if before:
+                before(name)
             began = time.perf_counter()
             runners[name](index)
             seconds[name].append(time.perf_counter() - began)
+            if after:
+                after(name)
     return seconds
 
 
@@ -534,16 +546,19 @@ def measure_checkpoint_stall(*, rounds: int, sizes: Sizes = Sizes()) -> dict:
         items = dict(model=model, optimizer=optimizer, data_iterator=iterator)
         checkpoints.save(0, **items)  # warm-up
         checkpoints.wait()
-        load_start = os.getloadavg()[0]
-        seconds: dict[str, list[float]] = {"background": [], "awaited": []}
-        for index in range(rounds):
-            for name in ("background", "awaited")[:: 1 if index % 2 == 0 else -1]:
-                began = time.perf_counter()
-                checkpoints.save(len(seconds["background"]) + len(seconds["awaited"]) + 1, **items)
-                if name == "awaited":
-                    checkpoints.wait()
-                seconds[name].append(time.perf_counter() - began)
+        steps = itertools.count(1)
+
+        def save(awaited: bool) -> None:
+            checkpoints.save(next(steps), **items)
+            if awaited:
                 checkpoints.wait()
+
+        load_start = os.getloadavg()[0]
+        seconds = time_rounds(
+            {"background": lambda i: save(False), "awaited": lambda i: save(True)},
+            rounds,
+            after=lambda name: checkpoints.wait(),
+        )
         checkpoints.close()
     return {
         "name": f"{PARTS_MODEL} checkpoint save",
@@ -640,17 +655,23 @@ def _time_pipelines(
     """
     datasets = {"ours": ours, "reference": reference}
     size = len(next(iter(next(iter(ours)).values())))  # every batch has the same size
-    seconds: dict[str, list[float]] = {name: [] for name in datasets}
+    live: dict[str, grain.DatasetIterator] = {}
+
+    def start(name: str) -> None:
+        live[name] = iter(datasets[name])
+        next(live[name])  # thread start-up and the epoch's order, off the clock
+
+    def drain(name: str) -> None:
+        for _ in range(batches):
+            next(live[name])
+
     load_start = os.getloadavg()[0]
-    for index in range(rounds):
-        for name in list(datasets)[:: 1 if index % 2 == 0 else -1]:
-            iterator = iter(datasets[name])
-            next(iterator)  # thread start-up and the epoch's order, off the clock
-            began = time.perf_counter()
-            for _ in range(batches):
-                next(iterator)
-            seconds[name].append(time.perf_counter() - began)
-            iterator.close()
+    seconds = time_rounds(
+        {name: lambda i, name=name: drain(name) for name in datasets},
+        rounds,
+        before=start,
+        after=lambda name: live.pop(name).close(),
+    )
     return {
         "ours": batches * size / float(np.median(seconds["ours"])),
         "reference": batches * size / float(np.median(seconds["reference"])),
