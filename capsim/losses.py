@@ -4,7 +4,9 @@ Core functions work on plain arrays. The registry (``LOSSES``) wraps each one be
 signature, ``fn(sim, positive, perm, **hparams) -> scalar``, so any loss can train any model:
 
 - ``sim[i, j]``: similarity of query ``i`` (a caption) and target ``j`` (an image or a caption);
-- ``positive[i, j]``: True when both describe the same image (the diagonal is always True);
+- ``positive[i, j]``: True when both describe the same image. The diagonal is True but for a
+  row with no real positive (I2CE pairs a caption whose image has no other with itself): the
+  losses that read the diagonal as the positive pair then leave that row's pair out;
 - ``perm``: a random permutation of ``range(B)`` giving each row one shuffled negative, as in
   the VTFN paper.
 
@@ -131,10 +133,16 @@ def rank_loss(sim: Array, positive_mask: Array, margin: float = DEFAULT_MARGIN) 
     scale does not grow with the batch size (it still grows with the negatives per anchor).
     """
     sim = _as_f32(sim)
-    negative = ~jnp.asarray(positive_mask, jnp.bool_)
+    positive_mask = jnp.asarray(positive_mask, jnp.bool_)
+    real = jnp.diagonal(positive_mask)  # rows whose diagonal pair is a positive
+    negative = ~positive_mask & ~jnp.eye(sim.shape[0], dtype=jnp.bool_)
     pos = jnp.diagonal(sim)
-    row_hinge = jnp.where(negative, jnp.maximum(0.0, margin - pos[:, None] + sim), 0.0)
-    col_hinge = jnp.where(negative, jnp.maximum(0.0, margin - pos[None, :] + sim), 0.0)
+    row_hinge = jnp.where(
+        negative & real[:, None], jnp.maximum(0.0, margin - pos[:, None] + sim), 0.0
+    )
+    col_hinge = jnp.where(
+        negative & real[None, :], jnp.maximum(0.0, margin - pos[None, :] + sim), 0.0
+    )
     return (jnp.sum(row_hinge) + jnp.sum(col_hinge)) / sim.shape[0]
 
 
@@ -208,8 +216,9 @@ def _triplet_entry(
     sim: Array, positive: Array, perm: Array, margin: float = DEFAULT_MARGIN
 ) -> Array:
     rows = jnp.arange(sim.shape[0])
-    same_image = jnp.asarray(positive, jnp.bool_)[rows, perm]
-    return triplet_loss(jnp.diagonal(sim), sim[rows, perm], margin, valid=~same_image)
+    positive = jnp.asarray(positive, jnp.bool_)
+    valid = jnp.diagonal(positive) & ~positive[rows, perm]
+    return triplet_loss(jnp.diagonal(sim), sim[rows, perm], margin, valid=valid)
 
 
 def _infonce_entry(

@@ -18,6 +18,9 @@ COCO_ARGS = dict(
     init_std=1.0,
     batch=128,
     flickr8k=True,
+    sources="",
+    dev_sets="coco+flickr",
+    buckets=0,
     runlocal=False,
 )
 
@@ -27,7 +30,11 @@ def parse(arg: str | None, loss: str, **defaults) -> ml_collections.ConfigDict:
     glove ("" | "package" | a glove.*.txt path), embed and hidden (sizes), init_std
     (std of the N(0, std²) word-vector init; 0 for flax's 1/sqrt(embed)), batch,
     flickr8k (False: COCO captions only, e.g. for weights that must not carry
-    Flickr8k's research-only licence), runlocal."""
+    Flickr8k's research-only licence), sources (``+``-joined names of
+    capsim.data.sources.SOURCES, e.g. ``coco+coco_lines+cc3m``; replaces the COCO
+    files and ``flickr8k``, merges overlaps and holds out one dev split per
+    ``dev_sets`` domain), dev_sets (``coco+flickr``), buckets (data.length_buckets),
+    runlocal."""
     return common.parse_arg(arg, **{**COCO_ARGS, "loss": loss, **defaults})
 
 
@@ -53,11 +60,24 @@ def coco_run_parsed(arg: ml_collections.ConfigDict) -> ml_collections.ConfigDict
     config.num_epochs = arg.epochs
     config.checkpoint_every = 400
     config.early_stopping.patience = 4
-    config.data = common.caption_files(arg.data_dir, "flickr8k" if arg.flickr8k else "")
-    config.data.update(dev_images=500, max_len=20, min_count=5, max_vocab=6000, length_buckets=0)
+    if arg.sources:
+        dev_sets = tuple(filter(None, arg.dev_sets.split("+")))
+        config.data = dict(
+            source="files",
+            data_dir=arg.data_dir,
+            sources=tuple(arg.sources.split("+")),
+            dev_sets=dev_sets,
+        )
+        dev = dict(type="same_image", split=tuple(f"dev_{name}" for name in dev_sets), every=200)
+    else:
+        config.data = common.caption_files(arg.data_dir, "flickr8k" if arg.flickr8k else "")
+        dev = common.same_image_eval(every=200)
+    config.data.update(
+        dev_images=500, max_len=20, min_count=5, max_vocab=6000, length_buckets=arg.buckets
+    )
     config.scorer = dict(pooling="top-3")
     config.evals = dict(
-        dev=common.same_image_eval(every=200),
+        dev=dev,
         flickr8k_expert=dict(
             type="judgments", set="flickr8k_expert", path=arg.data_dir + "/flickr8k"
         ),

@@ -145,6 +145,9 @@ def make_loss_fn(config: ml_collections.ConfigDict):
             sim = losses.cosine_similarity_matrix(anchor, other)
             group = batch["group"]
             positive = group[:, None] == group[None, :]
+            if pairing == "similar" and "has_similar" in batch:
+                # a caption paired with itself (its image has no other) is no positive
+                positive &= ~jnp.eye(group.shape[0], dtype=bool) | batch["has_similar"][:, None]
             perm = jax.random.permutation(key, group.shape[0])
             semantic_loss = semantic(sim, positive, perm, **hparams)
             metrics["semantic"] = semantic_loss

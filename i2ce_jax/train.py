@@ -33,8 +33,12 @@ from i2ce_jax.scorer import VOCAB_FILE, I2CEScorer
 
 def load_corpora(
     config: ml_collections.ConfigDict,
-) -> tuple[list[CaptionRecord], list[CaptionRecord], object | None]:
-    """Training captions, dev captions (for early stopping) and the shapes world, if used."""
+) -> tuple[list[CaptionRecord], dict[str, list[CaptionRecord]], object | None]:
+    """Training captions, the dev splits (for early stopping) and the shapes world, if used.
+
+    Named ``data.sources`` give one dev split per ``data.dev_sets`` entry (``dev_coco``,
+    ``dev_flickr``); otherwise ``dev`` is ``data.dev_images`` images of the files read.
+    """
     data = config.data
     if data.source == "shapes_world":
         from capsim.data.shapes_world import ShapesWorldConfig, generate_world
@@ -44,31 +48,56 @@ def load_corpora(
         )
         train = [r for r in world.captions if r.split == "train"]
         dev = [r for r in world.captions if r.split == "val"]
-        return train, dev, world
+        return train, {"dev": dev}, world
+    if data.source == "files" and data.get("sources"):
+        train, dev = corpus_lib.load_sources(data, config.seed)
+        return train, dev, None
     if data.source == "files":
         records = corpus_lib.load_caption_files(data)
         train, dev = corpus_lib.hold_out_images(records, data.dev_images, config.seed)
-        return train, dev, None
+        return train, {"dev": dev}, None
     raise ValueError(f"config.data.source must be 'shapes_world' or 'files', got {data.source!r}")
 
 
 def make_batch_fn(corpus: corpus_lib.EncodedCorpus):
-    """Anchor captions plus a different caption of the same image each (when it has one)."""
+    """Anchor captions plus a different caption of the same image each.
+
+    A caption whose image has no other (a Conceptual Captions row, say) is paired with
+    itself and marked ``has_similar=False``: it serves reconstruction and negatives,
+    never as its own positive (see i2ce_jax.model.make_loss_fn).
+    """
 
     def make_batch(
         rows: np.ndarray, draws: np.ndarray, width: int | None = None
     ) -> dict[str, np.ndarray]:
         anchor_ids, anchor_mask = corpus.tokens(rows, width)
-        similar_ids, similar_mask = corpus.tokens(corpus.other_captions(rows, draws), width)
+        similar = corpus.other_captions(rows, draws)
+        similar_ids, similar_mask = corpus.tokens(similar, width)
         return {
             "anchor_ids": anchor_ids,
             "anchor_mask": anchor_mask,
             "similar_ids": similar_ids,
             "similar_mask": similar_mask,
             "group": corpus.image_index[rows],
+            "has_similar": similar != rows,
         }
 
     return make_batch
+
+
+# Losses that read every row's diagonal pair as a positive and cannot leave one out.
+DIAGONAL_POSITIVE_LOSSES = ("pearson", "covariance", "kendall")
+
+
+def _check_positives(config: ml_collections.ConfigDict, train: corpus_lib.EncodedCorpus) -> None:
+    """A caption without a second caption of its image must not become its own positive."""
+    singles = int(np.sum(np.bincount(train.image_index) == 1))
+    if singles and config.loss.name in DIAGONAL_POSITIVE_LOSSES:
+        raise ValueError(
+            f"loss {config.loss.name!r} takes every caption's pair with a second caption of "
+            f"its image as a positive, but {singles} training images have one caption (e.g. "
+            "Conceptual Captions rows); use infonce, triplet, rank or margin, or drop those sources"
+        )
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -> dict:
@@ -76,20 +105,24 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
     mesh_lib.maybe_initialize_distributed()
     workdir = check_workdir(config, workdir)  # writable, same model as any run already there
     mesh_lib.local_batch_size(config.batch_size)  # the batch splits over the devices
-    train_records, dev_records, world = load_corpora(config)
+    train_records, dev_splits, world = load_corpora(config)
     data = config.data
     vocab = corpus_lib.build_vocab(train_records, data.min_count, data.max_vocab)
     if is_main_process():
         vocab.save(workdir / VOCAB_FILE)
     train = corpus_lib.encode_corpus(train_records, vocab, data.max_len)
-    dev = corpus_lib.encode_corpus(dev_records, vocab, data.max_len)
+    dev = {
+        name: corpus_lib.CaptionSplit(corpus_lib.encode_corpus(records, vocab, data.max_len))
+        for name, records in dev_splits.items()
+    }
     logging.info(
-        "vocabulary %d, %d training captions of %d images, %d dev captions",
+        "vocabulary %d, %d training captions of %d images, dev captions %s",
         len(vocab),
         len(train),
         len(train.image_ids),
-        len(dev),
+        {name: len(split.corpus) for name, split in dev.items()},
     )
+    _check_positives(config, train)
     steps_for_epochs(config, len(train))
     dataset = training_dataset(
         len(train),
@@ -108,8 +141,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
 
     def subject_of(m: I2CEAutoencoder) -> Subject:
         scorer = I2CEScorer(m.encoder, vocab, pooling=config.scorer.pooling)
-        splits = {"dev": corpus_lib.CaptionSplit(dev)}
-        return Subject(scorer.embed, scorer.compute_score, splits=splits, world=world)
+        return Subject(scorer.embed, scorer.compute_score, splits=dev, world=world)
 
     evaluators = Evaluators(config.evals, subject_of)
     result = train_loop(config, workdir, model, make_loss_fn(config), dataset, evaluators)

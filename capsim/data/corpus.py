@@ -17,8 +17,9 @@ import ml_collections
 import numpy as np
 
 from capsim import text
-from capsim.data import captions, pipeline
+from capsim.data import captions, pipeline, sources
 from capsim.data.records import CaptionRecord
+from capsim.errors import DataFormatError
 
 FLICKR8K_EVAL_SPLIT = "test"
 
@@ -40,6 +41,11 @@ def load_caption_files(data: ml_collections.ConfigDict) -> list[CaptionRecord]:
         for path in paths:
             records += captions.read_coco_captions(path)
     if data.karpathy:
+        if "test" in data.karpathy_splits:
+            raise ValueError(
+                f"karpathy_splits includes 'test' ({root / data.karpathy}): the Karpathy test "
+                "images are what caption metrics are judged on and must stay out of training"
+            )
         wanted = set(data.karpathy_splits)
         records += [r for r in captions.read_karpathy(root / data.karpathy) if r.split in wanted]
     if data.flickr8k_dir:
@@ -61,6 +67,50 @@ def load_caption_files(data: ml_collections.ConfigDict) -> list[CaptionRecord]:
         "loaded %d captions of %d images", len(records), len({r.image_id for r in records})
     )
     return records
+
+
+def load_sources(
+    data: ml_collections.ConfigDict, seed: int
+) -> tuple[list[CaptionRecord], dict[str, list[CaptionRecord]]]:
+    """Training captions of the named ``data.sources`` and the held-out ``data.dev_sets``.
+
+    Sources overlap (capsim.data.sources.merge trains on each caption once); every
+    image of a dev set is left out of training, whichever source brings it. Dev sets
+    are ``dev_<name>``, the same for any mixture, so runs on different mixtures
+    compare on the same held-out captions.
+    """
+    root = Path(data.data_dir).expanduser()
+    if "flickr30k" in data.sources or "flickr" in data.dev_sets:
+        _check_flickr30k_against_flickr8k_test(root)
+    read = {name: sources.read_source(name, root) for name in data.sources}
+    dev = {
+        f"dev_{name}": sources.dev_set(name, root, data.dev_images, seed) for name in data.dev_sets
+    }
+    held = {r.image_id for records in dev.values() for r in records}
+    merged = sources.merge(r for records in read.values() for r in records)
+    train = [r for r in merged if r.image_id not in held]
+    logging.info(
+        "sources %s: %d captions read, %d once each, %d trained on (%d images); dev %s",
+        {name: len(records) for name, records in read.items()},
+        sum(len(records) for records in read.values()),
+        len(merged),
+        len(train),
+        len({r.image_id for r in train}),
+        {name: len(records) for name, records in dev.items()},
+    )
+    if not train:
+        raise ValueError(f"the sources {list(data.sources)} hold no training captions under {root}")
+    return train, dev
+
+
+def _check_flickr30k_against_flickr8k_test(root: Path) -> None:
+    """The caption half of the Flickr30k rule, when Flickr8k's own files are at hand."""
+    try:
+        flickr8k = captions.read_flickr8k_dir(root / "flickr8k")
+    except DataFormatError:
+        return  # the photo-id half (a shipped list) still runs in the reader
+    judged = [r.text for r in flickr8k if r.split == FLICKR8K_EVAL_SPLIT]
+    sources.check_no_flickr8k_test(sources.source_folder("flickr30k", root), judged)
 
 
 def hold_out_images(

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from capsim.eval.evaluators.base import Subject
 from capsim.eval.same_diff import DEFAULT_NUM_PAIRS, evaluate_same_diff, make_same_diff_pairs
@@ -27,12 +30,29 @@ class SameDiff:
         return evaluate_same_diff(subject.embed, self.pairs(subject))
 
 
-class SameImage(SameDiff):
-    """The early-stopping metric: ``{"same_image_auc", "same_image_pearson"}`` on dev captions."""
+class SameImage:
+    """The early-stopping metric: ``{"same_image_auc", "same_image_pearson"}`` on dev captions.
 
-    def __init__(self, split: str = "dev", num_pairs: int = DEFAULT_NUM_PAIRS, seed: int = 0):
-        super().__init__(split, num_pairs, seed)
+    ``split`` may name several splits (one per domain, e.g. ``("dev_coco", "dev_flickr")``):
+    the metric is then their mean, so no domain crowds out another, and each split's own
+    ``same_image_auc_<split>`` is reported beside it.
+    """
+
+    def __init__(
+        self,
+        split: str | Sequence[str] = "dev",
+        num_pairs: int = DEFAULT_NUM_PAIRS,
+        seed: int = 0,
+    ):
+        self.splits = (split,) if isinstance(split, str) else tuple(split)
+        self.pairs = {name: SameDiff(name, num_pairs, seed) for name in self.splits}
 
     def __call__(self, subject: Subject) -> dict[str, Any]:
-        result = super().__call__(subject)
-        return {"same_image_auc": result["auc"], "same_image_pearson": result["pearson"]}
+        results = {name: evaluate(subject) for name, evaluate in self.pairs.items()}
+        summary = {
+            "same_image_auc": float(np.mean([r["auc"] for r in results.values()])),
+            "same_image_pearson": float(np.mean([r["pearson"] for r in results.values()])),
+        }
+        if len(results) > 1:
+            summary.update({f"same_image_auc_{name}": r["auc"] for name, r in results.items()})
+        return summary

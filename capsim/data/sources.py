@@ -1,0 +1,299 @@
+"""More caption text for training: Flickr30k, Conceptual Captions, COCO line files.
+
+Readers of three more layouts (each returns ``list[CaptionRecord]``), the named
+sources a config can train on (``config.data.sources``), and the two rules
+that keep evaluation text out of training, enforced here rather than trusted
+to the data:
+
+* a Flickr30k folder that holds a Flickr8k **test** photo (Flickr8k-Expert
+  judges their captions) is refused, naming the file, line and image; so is
+  one whose caption equals a Flickr8k test caption, when Flickr8k is at hand;
+* a COCO Karpathy ``test`` split is refused as training data
+  (``capsim.data.corpus``).
+
+``merge`` trains on each caption once when sources overlap (Flickr8k is a
+subset of Flickr30k, val2017 of val2014): images are keyed by their photo
+(``flickr/<photo id>``, the COCO id) and captions compared after lower-casing
+and dropping punctuation.
+
+Where the originals come from:
+  * Flickr30k in the Multi30k layout: github.com/multi30k/dataset,
+    ``data/task2/raw/{split}.{1..5}.en.gz`` and ``data/task2/image_splits``
+    (Flickr30k terms: non-commercial research and education only).
+  * Conceptual Captions TSVs (``caption<TAB>url``, with or without a header):
+    ai.google.com/research/ConceptualCaptions ("may be freely used for any purpose").
+  * Lower-cased COCO line files (``[<image id> ]caption``), e.g. Texygen's
+    ``image_coco.txt`` (COCO annotations, CC BY 4.0).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from capsim.data.captions import clean_caption, iter_lines, read_coco_captions, read_flickr8k_dir
+from capsim.data.records import CaptionRecord
+from capsim.errors import DataFormatError
+
+FLICKR30K_CAPTIONS = 5
+CC3M_HEADER = ("caption", "image")
+_PUNCTUATION = re.compile(r"[^\w\s]")
+_SPACES = re.compile(r"\s+")
+_COCO_LINE = re.compile(r"^(\d+) (.*)$")
+_FLICKR8K_TEST_PHOTOS = Path(__file__).with_name("flickr8k_test_photos.txt")
+# Sources whose captions have no image beside them: each row is an image of its own.
+SINGLE_CAPTION_PREFIXES = ("cc3m/", "coco_line/")
+
+
+def normalize(caption: str) -> str:
+    """Lower case, punctuation dropped, single spaces: the rule duplicates are found by."""
+    return _SPACES.sub(" ", _PUNCTUATION.sub(" ", caption.lower())).strip()
+
+
+def photo_key(image_id: str) -> str:
+    """One key per photo across corpora: ``flickr/<photo id>`` for Flickr8k/30k, else the id.
+
+    Flickr8k names a photo ``<photo id>_<secret>.jpg``, Flickr30k ``<photo id>.jpg``.
+    """
+    corpus, _, name = image_id.partition("/")
+    if corpus in ("flickr8k", "flickr30k"):
+        return "flickr/" + name.split("_")[0].split(".")[0]
+    return image_id
+
+
+@functools.cache
+def flickr8k_test_photos() -> frozenset[str]:
+    """Photo ids of the 1,000 Flickr8k test images (shipped, so the guard needs no download)."""
+    return frozenset(_FLICKR8K_TEST_PHOTOS.read_text().split())
+
+
+def _require_caption(text: str, path: Path, line: int) -> str:
+    caption = clean_caption(text)
+    if not caption:
+        raise DataFormatError(path, "empty caption", line)
+    return caption
+
+
+def read_multi30k(folder: str | Path, split: str = "train") -> list[CaptionRecord]:
+    """Flickr30k captions in the Multi30k layout: ``{split}_images.txt`` names image i on
+    line i, and line i of ``{split}.{k}.en`` is its k-th caption (k = 1..5)."""
+    folder = Path(folder)
+    images_file = folder / f"{split}_images.txt"
+    images = [(n, line.strip()) for n, line in iter_lines(images_file)]
+    for number, image in images:
+        if not image:
+            raise DataFormatError(images_file, "empty image name", number)
+    records = []
+    for k in range(1, FLICKR30K_CAPTIONS + 1):
+        path = folder / f"{split}.{k}.en"
+        lines = list(iter_lines(path))
+        if len(lines) != len(images):
+            raise DataFormatError(
+                path, f"{len(lines)} captions for the {len(images)} images of {images_file.name}"
+            )
+        for (number, text), (_, image) in zip(lines, images, strict=True):
+            records.append(
+                CaptionRecord(
+                    f"flickr30k/{image}",
+                    f"flickr30k/{image}#{k}",
+                    _require_caption(text, path, number),
+                    split,
+                )
+            )
+    return records
+
+
+def check_no_flickr8k_test(
+    folder: str | Path, test_captions: Iterable[str] = (), splits: Sequence[str] | None = None
+) -> None:
+    """Refuses a Flickr30k folder holding a Flickr8k test photo, or one of its captions
+    (``test_captions``, compared normalised), in any of its ``*_images.txt`` splits."""
+    folder = Path(folder)
+    photos = flickr8k_test_photos()
+    judged = {normalize(c) for c in test_captions}
+    for images_file in sorted(folder.glob("*_images.txt")):
+        split = images_file.name.removesuffix("_images.txt")
+        if splits is not None and split not in splits:
+            continue
+        for number, line in iter_lines(images_file):
+            if photo_key(f"flickr30k/{line.strip()}").removeprefix("flickr/") in photos:
+                raise DataFormatError(
+                    images_file,
+                    f"image {line.strip()!r} is a Flickr8k test image: Flickr8k-Expert judges "
+                    "its captions, so this folder must not be trained on (remove the image and "
+                    "its captions, as extra_captions/README describes)",
+                    number,
+                )
+        if judged:
+            for record in read_multi30k(folder, split):
+                if normalize(record.text) in judged:
+                    raise DataFormatError(
+                        folder / f"{split}.{record.caption_id[-1]}.en",
+                        f"image {record.image_id.partition('/')[2]!r} has a caption of a "
+                        f"Flickr8k test image ({record.text!r}): refused for training",
+                    )
+
+
+def read_cc3m_tsv(path: str | Path) -> list[CaptionRecord]:
+    """Conceptual Captions rows ``caption<TAB>image URL or name``; a ``caption<TAB>image``
+    header is skipped. One caption per image, so each row is its own image."""
+    path = Path(path)
+    records = []
+    for number, line in iter_lines(path):
+        fields = line.split("\t")
+        if number == 1 and tuple(f.strip().lower() for f in fields) == CC3M_HEADER:
+            continue
+        if len(fields) != 2:
+            raise DataFormatError(
+                path, f"expected 'caption<TAB>image', found {len(fields) - 1} tabs", number
+            )
+        if not fields[1].strip():
+            raise DataFormatError(path, "empty image field", number)
+        row = f"cc3m/{path.stem}:{number}"
+        records.append(CaptionRecord(row, row, _require_caption(fields[0], path, number), "train"))
+    return records
+
+
+def read_coco_lines(path: str | Path) -> list[CaptionRecord]:
+    """A lower-cased COCO caption file, one caption per line, with a leading
+    ``<image id> `` on every line or on none. Lines without an id are images of their own
+    (reconstruction and negatives, never a same-image positive)."""
+    path = Path(path)
+    lines = [(n, line) for n, line in iter_lines(path)]
+    with_id = bool(lines) and _COCO_LINE.match(lines[0][1]) is not None
+    records = []
+    for number, line in lines:
+        if with_id:
+            match = _COCO_LINE.match(line)
+            if match is None:
+                raise DataFormatError(
+                    path, "expected '<COCO image id> <caption>' like the first line", number
+                )
+            image, text = str(int(match.group(1))), match.group(2)
+        else:
+            image, text = f"coco_line/{path.stem}:{number}", line
+        caption_id = f"coco_line/{path.stem}:{number}"
+        records.append(
+            CaptionRecord(image, caption_id, _require_caption(text, path, number), "train")
+        )
+    return records
+
+
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """A named caption source: its folder under ``data_dir`` (the first that exists of
+    ``folders``) and how to read it."""
+
+    folders: tuple[str, ...]
+    read: Callable[[Path], list[CaptionRecord]]
+    licence: str
+
+
+def _read_flickr8k_train(folder: Path) -> list[CaptionRecord]:
+    """Flickr8k's train split only: its test images are what Flickr8k-Expert judges."""
+    return [
+        dataclasses.replace(r, image_id=f"flickr8k/{r.image_id}")
+        for r in read_flickr8k_dir(folder)
+        if r.split == "train"
+    ]
+
+
+def _read_flickr30k(folder: Path) -> list[CaptionRecord]:
+    check_no_flickr8k_test(folder)
+    return read_multi30k(folder, "train")
+
+
+def _read_all(pattern: str, reader: Callable[[Path], list[CaptionRecord]]):
+    def read(folder: Path) -> list[CaptionRecord]:
+        paths = sorted(folder.glob(pattern))
+        if not paths:
+            raise DataFormatError(folder, f"no {pattern} file here")
+        return [record for path in paths for record in reader(path)]
+
+    return read
+
+
+SOURCES: dict[str, Source] = {
+    "coco": Source(("coco",), _read_all("captions_*.json", read_coco_captions), "CC BY 4.0 (COCO)"),
+    "flickr8k": Source(
+        ("flickr8k",),
+        _read_flickr8k_train,
+        "Flickr8k terms: research only (University of Illinois request form)",
+    ),
+    "flickr30k": Source(
+        ("extra_captions/flickr30k", "flickr30k"),
+        _read_flickr30k,
+        "Flickr30k terms: non-commercial research and education only",
+    ),
+    "cc3m": Source(
+        ("extra_captions/cc3m", "cc3m"), _read_all("*.tsv", read_cc3m_tsv), "any purpose (Google)"
+    ),
+    "coco_lines": Source(
+        ("extra_captions/coco",), _read_all("*.txt", read_coco_lines), "CC BY 4.0 (COCO)"
+    ),
+}
+
+
+def source_folder(name: str, data_dir: str | Path) -> Path:
+    """The folder of source ``name`` under ``data_dir``; a clear error when it is missing."""
+    if name not in SOURCES:
+        raise KeyError(f"unknown caption source {name!r}; known: {sorted(SOURCES)}")
+    root = Path(data_dir).expanduser()
+    for folder in SOURCES[name].folders:
+        if (root / folder).is_dir():
+            return root / folder
+    tried = ", ".join(str(root / f) for f in SOURCES[name].folders)
+    raise FileNotFoundError(f"caption source {name!r}: none of {tried} exists")
+
+
+def read_source(name: str, data_dir: str | Path) -> list[CaptionRecord]:
+    return SOURCES[name].read(source_folder(name, data_dir))
+
+
+def dev_set(name: str, data_dir: str | Path, num_images: int, seed: int) -> list[CaptionRecord]:
+    """Held-out captions of one domain, the same whichever sources are trained on:
+    ``coco``: ``num_images`` images of the ``coco`` source drawn by ``seed``;
+    ``flickr``: Flickr30k's ``val`` split (checked like its train split)."""
+    if name == "coco":
+        records = merge(read_source("coco", data_dir))
+        images = sorted({r.image_id for r in records})
+        if num_images >= len(images):
+            raise ValueError(f"cannot hold out {num_images} of {len(images)} COCO images")
+        rng = np.random.default_rng(seed)
+        held = set(rng.choice(images, size=num_images, replace=False).tolist())
+        return [r for r in records if r.image_id in held]
+    if name == "flickr":
+        folder = source_folder("flickr30k", data_dir)
+        check_no_flickr8k_test(folder)
+        return merge(read_multi30k(folder, "val"))
+    raise KeyError(f"unknown dev set {name!r}; known: ['coco', 'flickr']")
+
+
+def merge(records: Iterable[CaptionRecord]) -> list[CaptionRecord]:
+    """Each caption once: images keyed by photo (``photo_key``), a caption dropped when its
+    image already has it, or, for a caption without an image of its own
+    (``SINGLE_CAPTION_PREFIXES``), when any image has it. Order is kept."""
+    records = list(records)
+    single = [r.image_id.startswith(SINGLE_CAPTION_PREFIXES) for r in records]
+    seen_pairs: set[tuple[str, str]] = set()
+    seen_texts: set[str] = set()
+    kept: dict[int, CaptionRecord] = {}
+    for index, record in enumerate(records):  # captions of real images first
+        if single[index]:
+            continue
+        image, text = photo_key(record.image_id), normalize(record.text)
+        if (image, text) not in seen_pairs:
+            seen_pairs.add((image, text))
+            seen_texts.add(text)
+            kept[index] = dataclasses.replace(record, image_id=image)
+    for index, record in enumerate(records):
+        text = normalize(record.text)
+        if single[index] and text not in seen_texts:
+            seen_texts.add(text)
+            kept[index] = record
+    return [kept[i] for i in sorted(kept)]
