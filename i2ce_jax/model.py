@@ -117,6 +117,17 @@ def build_model(
     )
 
 
+def semantic_positives(batch: Mapping[str, jax.Array], pairing: str) -> jax.Array:
+    """[B, B] same-image mask of the semantic branch. With the "similar" pairing, a caption
+    paired with itself (``has_similar`` False: its image has no other caption) is no
+    positive of its own row; it stays a negative of every other row."""
+    group = batch["group"]
+    positive = group[:, None] == group[None, :]
+    if pairing == "similar" and "has_similar" in batch:
+        positive &= ~jnp.eye(group.shape[0], dtype=bool) | batch["has_similar"][:, None]
+    return positive
+
+
 def make_loss_fn(config: ml_collections.ConfigDict):
     """``loss_fn(model, batch, key)``: λ1·reconstruction + λ2·semantic loss.
 
@@ -143,12 +154,8 @@ def make_loss_fn(config: ml_collections.ConfigDict):
             else:
                 other = model.encode(batch["similar_ids"], batch["similar_mask"])
             sim = losses.cosine_similarity_matrix(anchor, other)
-            group = batch["group"]
-            positive = group[:, None] == group[None, :]
-            if pairing == "similar" and "has_similar" in batch:
-                # a caption paired with itself (its image has no other) is no positive
-                positive &= ~jnp.eye(group.shape[0], dtype=bool) | batch["has_similar"][:, None]
-            perm = jax.random.permutation(key, group.shape[0])
+            positive = semantic_positives(batch, pairing)
+            perm = jax.random.permutation(key, positive.shape[0])
             semantic_loss = semantic(sim, positive, perm, **hparams)
             metrics["semantic"] = semantic_loss
             total = total + semantic_weight * semantic_loss

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from capsim.data import captions, judgments, pascal50s
+from capsim.data import captions, judgments, pascal50s, sources
 from capsim.errors import CapsimError
 from capsim.eval import sts
 from vtfn_jax.features import FeatureStore
@@ -203,13 +203,30 @@ def _setup(name: str, folder: Path) -> tuple[Path, str, Callable[[Path], object]
     if name == "score_cands":
         (folder / "cands.json").write_text(json.dumps(CANDS))
         return folder / "cands.json", "json", captions.read_candidates_json
+    if name in ("multi30k_images", "multi30k_captions"):
+        (folder / "train_images.txt").write_text("1000092795.jpg\n10002456.jpg\n")
+        for k in range(1, 6):
+            (folder / f"train.{k}.en").write_text(f"Two guys, caption {k}.\nA man {k}.\n")
+        file = folder / ("train_images.txt" if name == "multi30k_images" else "train.2.en")
+        return file, "\t", lambda path: sources.read_multi30k(folder, "train")
+    if name in ("cc3m", "cc3m_header"):
+        header = "caption\timage\n" if name == "cc3m_header" else ""
+        (folder / "gcc.tsv").write_text(
+            f"{header}a bus station\t0_29.jpg\nan angler .\thttp://x/1.jpg\n"
+        )
+        return folder / "gcc.tsv", "\t", sources.read_cc3m_tsv
+    if name in ("coco_lines", "coco_lines_ids"):
+        ids = "57870 " if name == "coco_lines_ids" else ""
+        (folder / "coco.txt").write_text(f"{ids}a restaurant table.\n{ids}wooden chairs\n")
+        return folder / "coco.txt", " ", sources.read_coco_lines
     raise KeyError(name)
 
 
 READERS = (
     "coco", "karpathy", "flickr8k_tokens", "flickr8k_splits", "flickr8k_expert", "flickr8k_cf",
     "thumb", "thumb_references", "composite", "pascal50s", "sts", "sick", "stsb",
-    "features_ids", "features_npy", "score_refs", "score_cands",
+    "features_ids", "features_npy", "score_refs", "score_cands", "multi30k_images",
+    "multi30k_captions", "cc3m", "cc3m_header", "coco_lines", "coco_lines_ids",
 )  # fmt: skip
 
 

@@ -1,0 +1,296 @@
+"""The extra caption sources: readers, the contamination guards, merging, dev splits, positives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import pytest
+
+from capsim import losses
+from capsim.data import corpus, sources
+from capsim.errors import DataFormatError
+
+FLICKR8K_TEST_PHOTO = "1056338697"  # a Flickr8k test image (capsim/data/flickr8k_test_photos.txt)
+
+
+def write_multi30k(folder: Path, split: str, images: dict[str, list[str]]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{split}_images.txt").write_text("".join(f"{name}\n" for name in images))
+    for k in range(5):
+        lines = "".join(f"{captions[k]}\n" for captions in images.values())
+        (folder / f"{split}.{k + 1}.en").write_text(lines)
+    return folder
+
+
+def five(stem: str) -> list[str]:
+    return [f"{stem} number {k}." for k in range(5)]
+
+
+def write_coco(path: Path, annotations: list[tuple[int, int, str]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"annotations": [{"image_id": i, "id": c, "caption": t} for i, c, t in annotations]}
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def make_data_dir(root: Path) -> Path:
+    """A data_dir in the shared layout: COCO val2014 + val2017 (overlapping), Flickr8k
+    (train + test), Flickr30k (train holds a Flickr8k train photo; val), CC3M, COCO lines."""
+    coco = [
+        (img, img * 10 + k, f"coco image {img} caption {k}")
+        for img in range(1, 13)
+        for k in range(5)
+    ]
+    write_coco(root / "coco" / "captions_val2014.json", coco)
+    write_coco(root / "coco" / "captions_val2017.json", coco[:30])  # val2017 ⊂ val2014
+    flickr = root / "flickr8k"
+    flickr.mkdir(parents=True)
+    train8k, test8k = "2000000001_aaaa.jpg", f"{FLICKR8K_TEST_PHOTO}_bbbb.jpg"
+    token = [f"{train8k}#{k}\tflickr photo one , caption {k} ." for k in range(5)]
+    token += [f"{test8k}#{k}\tjudged caption {k}" for k in range(5)]
+    (flickr / "Flickr8k.token.txt").write_text("\n".join(token) + "\n")
+    (flickr / "Flickr_8k.trainImages.txt").write_text(train8k + "\n")
+    (flickr / "Flickr_8k.devImages.txt").write_text("")
+    (flickr / "Flickr_8k.testImages.txt").write_text(test8k + "\n")
+    f30k = root / "extra_captions" / "flickr30k"
+    train30k = {"2000000001.jpg": [f"Flickr photo one, caption {k}." for k in range(5)]}
+    train30k.update({f"30000000{n}.jpg": five(f"flickr30k photo {n}") for n in range(4)})
+    write_multi30k(f30k, "train", train30k)
+    write_multi30k(f30k, "val", {f"40000000{n}.jpg": five(f"val photo {n}") for n in range(3)})
+    cc3m = root / "extra_captions" / "cc3m"
+    cc3m.mkdir(parents=True)
+    (cc3m / "with_header.tsv").write_text(
+        "caption\timage\na web caption\t0_1.jpg\ncoco image 1 caption 0\t1_2.jpg\n"
+    )
+    (cc3m / "plain.tsv").write_text("another web caption\thttp://x/y.jpg\n")
+    lines = root / "extra_captions" / "coco"
+    lines.mkdir(parents=True)
+    (lines / "with_ids.txt").write_text("57870 a restaurant has tables.\n57870 chairs.\n")
+    (lines / "plain.txt").write_text("a lone line caption\ncoco image 2 caption 1\n")
+    return root
+
+
+def data_config(root: Path, names: str, dev_sets: str = "coco+flickr") -> ml_collections.ConfigDict:
+    return ml_collections.ConfigDict(
+        dict(
+            data_dir=str(root),
+            sources=tuple(names.split("+")),
+            dev_sets=tuple(filter(None, dev_sets.split("+"))),
+            dev_images=2,
+        )
+    )
+
+
+def test_multi30k_groups_five_captions_per_image(tmp_path):
+    write_multi30k(tmp_path, "train", {"1.jpg": five("a"), "2.jpg": five("b")})
+    records = sources.read_multi30k(tmp_path, "train")
+    assert len(records) == 10
+    assert {r.image_id for r in records} == {"flickr30k/1.jpg", "flickr30k/2.jpg"}
+    assert [r.text for r in records if r.image_id == "flickr30k/2.jpg"] == five("b")
+
+
+def test_multi30k_bad_folders_name_the_file(tmp_path):
+    write_multi30k(tmp_path, "train", {"1.jpg": five("a"), "2.jpg": five("b")})
+    (tmp_path / "train.3.en").write_text("only one line\n")
+    with pytest.raises(DataFormatError, match=r"train\.3\.en.*1 captions for the 2 images"):
+        sources.read_multi30k(tmp_path, "train")
+    write_multi30k(tmp_path, "train", {"1.jpg": ["a", "b", "  ", "d", "e"]})
+    with pytest.raises(DataFormatError, match=r"train\.3\.en:1: empty caption"):
+        sources.read_multi30k(tmp_path, "train")
+
+
+def test_a_flickr30k_folder_with_a_flickr8k_test_photo_is_refused_by_training(tmp_path):
+    root = make_data_dir(tmp_path)
+    folder = root / "extra_captions" / "flickr30k"
+    images = (folder / "train_images.txt").read_text() + f"{FLICKR8K_TEST_PHOTO}.jpg\n"
+    (folder / "train_images.txt").write_text(images)
+    for k in range(1, 6):
+        path = folder / f"train.{k}.en"
+        path.write_text(path.read_text() + "a judged photo.\n")
+    with pytest.raises(
+        DataFormatError, match=rf"train_images\.txt:6: image '{FLICKR8K_TEST_PHOTO}\.jpg'"
+    ):
+        corpus.load_sources(data_config(root, "coco+flickr30k"), seed=0)
+    with pytest.raises(DataFormatError, match="Flickr8k test image"):
+        sources.read_source("flickr30k", root)  # the reader refuses it without Flickr8k's files
+
+
+def test_a_flickr30k_caption_of_a_flickr8k_test_image_is_refused(tmp_path):
+    root = make_data_dir(tmp_path)
+    write_multi30k(
+        root / "extra_captions" / "flickr30k",
+        "train",
+        {"5000000001.jpg": ["Judged caption 3!", "b", "c", "d", "e"]},
+    )
+    with pytest.raises(DataFormatError, match=r"train\.1\.en.*'5000000001\.jpg'.*Flickr8k test"):
+        corpus.load_sources(data_config(root, "flickr30k", dev_sets="coco"), seed=0)
+
+
+def test_karpathy_test_split_is_refused(tmp_path):
+    data = ml_collections.ConfigDict(
+        dict(
+            data_dir=str(tmp_path),
+            coco_captions=(),
+            karpathy="dataset_coco.json",
+            karpathy_splits=("train", "test"),
+            flickr8k_dir="",
+            flickr8k_splits=("train",),
+        )
+    )
+    with pytest.raises(ValueError, match=r"'test' \(.*dataset_coco\.json\)"):
+        corpus.load_caption_files(data)
+
+
+def test_cc3m_with_and_without_header(tmp_path):
+    header = tmp_path / "a.tsv"
+    header.write_text("caption\timage\nfirst caption\t0_1.jpg\nsecond\t1_2.jpg\n")
+    plain = tmp_path / "b.tsv"
+    plain.write_text("caption of a url\thttp://x/1.jpg\n")
+    assert [r.text for r in sources.read_cc3m_tsv(header)] == ["first caption", "second"]
+    records = sources.read_cc3m_tsv(plain)
+    assert [(r.image_id, r.text) for r in records] == [("cc3m/b:1", "caption of a url")]
+    plain.write_text("ok\tu\nno tab here\n")
+    with pytest.raises(DataFormatError, match=r"b\.tsv:2: expected 'caption<TAB>image'"):
+        sources.read_cc3m_tsv(plain)
+
+
+def test_coco_lines_with_and_without_ids(tmp_path):
+    ids = tmp_path / "ids.txt"
+    ids.write_text("57870 a restaurant.\n57870 chairs\n9 a dog\n")
+    records = sources.read_coco_lines(ids)
+    assert [r.image_id for r in records] == ["57870", "57870", "9"]
+    assert records[0].text == "a restaurant."
+    plain = tmp_path / "plain.txt"
+    plain.write_text("a bicycle replica.\na room\n")
+    assert [r.image_id for r in sources.read_coco_lines(plain)] == [
+        "coco_line/plain:1",
+        "coco_line/plain:2",
+    ]
+    ids.write_text("57870 a restaurant.\nno id on this line\n")
+    with pytest.raises(DataFormatError, match=r"ids\.txt:2: expected '<COCO image id> <caption>'"):
+        sources.read_coco_lines(ids)
+
+
+def test_overlapping_sources_are_trained_on_once(tmp_path):
+    root = make_data_dir(tmp_path)
+    train, dev = corpus.load_sources(
+        data_config(root, "coco+flickr8k+flickr30k+cc3m+coco_lines"), seed=0
+    )
+    texts = [sources.normalize(r.text) for r in train]
+    assert len(texts) == len(set(texts))  # every caption once
+    # Flickr8k's photo 2000000001 is Flickr30k's 2000000001.jpg: one image, its five captions
+    flickr_one = [r for r in train if r.image_id == "flickr/2000000001"]
+    assert len(flickr_one) == 5
+    # val2017 ⊂ val2014: 12 COCO images of 5 captions, minus the 2 dev images
+    coco = [r for r in train if r.image_id.isdigit() and r.image_id != "57870"]
+    assert len({r.image_id for r in coco}) == 10 and len(coco) == 50
+    # a CC3M row or COCO line equal to a COCO caption is dropped; the others stay
+    assert "a web caption" in texts and "a lone line caption" in texts
+    web = [
+        sources.normalize(r.text) for r in train if r.image_id.startswith(("cc3m/", "coco_line/"))
+    ]
+    assert "coco image 1 caption 0" not in web and "coco image 2 caption 1" not in web
+    assert {len(v) for v in dev.values()} == {10, 15}
+
+
+def test_dev_splits_do_not_depend_on_the_mixture_and_stay_out_of_training(tmp_path):
+    root = make_data_dir(tmp_path)
+    small_train, small_dev = corpus.load_sources(data_config(root, "coco"), seed=3)
+    big_train, big_dev = corpus.load_sources(
+        data_config(root, "coco+flickr30k+cc3m+coco_lines"), seed=3
+    )
+    assert small_dev == big_dev
+    held = {r.image_id for records in big_dev.values() for r in records}
+    assert not held & {r.image_id for r in big_train}
+    assert not held & {r.image_id for r in small_train}
+    assert len(big_train) > len(small_train)
+
+
+def test_the_coco_source_reads_captions_train2014_json(tmp_path):
+    write_coco(tmp_path / "coco" / "captions_train2014.json", [(7, 70, "A cat."), (7, 71, "Cat.")])
+    records = sources.read_source("coco", tmp_path)
+    assert [(r.image_id, r.text, r.split) for r in records] == [
+        ("7", "A cat.", "train"),
+        ("7", "Cat.", "train"),
+    ]
+
+
+def test_real_extra_captions(shared_data):
+    extra = shared_data / "extra_captions"
+    if not extra.is_dir():
+        pytest.skip(f"{extra} is absent")
+    flickr = sources.read_source("flickr30k", shared_data)
+    assert len(flickr) == 5 * 28039 and len({r.image_id for r in flickr}) == 28039
+    cc3m = sources.read_source("cc3m", shared_data)
+    assert len(cc3m) == 15833 + 34301 and len({r.image_id for r in cc3m}) == len(cc3m)
+    lines = sources.read_source("coco_lines", shared_data)
+    assert len(lines) == 9884 + 8705 + 8718
+    assert len({r.image_id for r in lines if r.image_id.isdigit()}) == 1999
+    val = sources.read_multi30k(extra / "flickr30k", "val")
+    assert len(val) == 5 * 983
+
+
+def test_single_caption_images_are_never_their_own_positive():
+    """A row marked has_similar=False drops out of InfoNCE's and the triplet's positives,
+    and still serves as a negative of the others."""
+    from i2ce_jax.model import semantic_positives
+
+    rng = np.random.default_rng(0)
+    sim = jnp.asarray(rng.uniform(-1, 1, (4, 4)), jnp.float32)
+    positive = semantic_positives(
+        {"group": jnp.arange(4), "has_similar": jnp.array([True, True, False, True])}, "similar"
+    )
+    np.testing.assert_array_equal(np.diagonal(positive), [True, True, False, True])
+    perm = jnp.array([1, 2, 3, 0])
+    logits = np.asarray(sim) / 0.05
+
+    def rows(scaled):
+        lp = scaled - np.log(np.exp(scaled).sum(1, keepdims=True))
+        return np.mean([-lp[i, i] for i in (0, 1, 3)])
+
+    expected = 0.5 * (rows(logits) + rows(logits.T))
+    got = losses.get_loss("infonce")(sim, positive, perm, temperature=0.05)
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    s = np.asarray(sim)
+    hinge = [max(0.0, 0.2 - s[i, i] + s[i, perm[i]]) for i in (0, 1, 3)]
+    got = losses.get_loss("triplet")(sim, positive, perm, margin=0.2)
+    np.testing.assert_allclose(got, np.mean(hinge), rtol=1e-5)
+    ranked = [max(0.0, 0.2 - s[i, i] + s[i, k]) for i in (0, 1, 3) for k in range(4) if k != i]
+    ranked += [max(0.0, 0.2 - s[i, i] + s[k, i]) for i in (0, 1, 3) for k in range(4) if k != i]
+    got = losses.get_loss("rank")(sim, positive, perm, margin=0.2)
+    np.testing.assert_allclose(got, np.sum(ranked) / 4, rtol=1e-5)
+
+
+def test_make_batch_marks_captions_without_a_second_caption(tmp_path):
+    from capsim.data.records import CaptionRecord
+    from i2ce_jax.train import make_batch_fn
+
+    records = [
+        CaptionRecord("a", "1", "a dog runs", "train"),
+        CaptionRecord("a", "2", "a dog is running", "train"),
+        CaptionRecord("cc3m/x:1", "3", "a web caption", "train"),
+    ]
+    vocab = corpus.build_vocab(records, min_count=1, max_size=None)
+    encoded = corpus.encode_corpus(records, vocab, max_len=8)
+    batch = make_batch_fn(encoded)(np.arange(3), np.array([0.1, 0.7, 0.5]))
+    np.testing.assert_array_equal(batch["has_similar"], [True, True, False])
+    np.testing.assert_array_equal(batch["similar_ids"][2], batch["anchor_ids"][2])
+    np.testing.assert_array_equal(batch["similar_ids"][0], batch["anchor_ids"][1])
+
+
+def test_correlation_losses_refuse_single_caption_images(tmp_path):
+    from configs import i2ce_common
+    from i2ce_jax.train import train_and_evaluate
+
+    root = make_data_dir(tmp_path / "data")
+    config = i2ce_common.coco_config(
+        f"data_dir={root},sources=coco+cc3m,dev_sets=coco,runlocal,embed=8,hidden=8", "kendall"
+    )
+    config.data.dev_images = 2
+    config.data.min_count = 1
+    with pytest.raises(ValueError, match=r"loss 'kendall'.*have one caption"):
+        train_and_evaluate(config, tmp_path / "work")
