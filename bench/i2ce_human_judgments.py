@@ -35,6 +35,7 @@ from capsim.eval.pooling import pool_similarities
 from capsim.eval.tfidf import TfidfCosine
 from i2ce_jax.scorer import I2CEScorer
 
+import minilm
 from results_md import update_section
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -73,6 +74,24 @@ def launch(name: str, arg: str, workdir: Path) -> subprocess.Popen:
     return subprocess.Popen(command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
 
 
+def best_dev(workdir: Path) -> dict[str, float]:
+    """The dev numbers logged at the run's best ``dev/same_image_auc`` (per domain too)."""
+    rows = [json.loads(line) for line in (workdir / "metrics.jsonl").read_text().splitlines()]
+    evals = [r for r in rows if "dev/same_image_auc" in r]
+    best = max(evals, key=lambda r: r["dev/same_image_auc"])
+    return {k.removeprefix("dev/"): v for k, v in best.items() if k.startswith("dev/")}
+
+
+def finished_runs(variants: dict[str, str], root: Path) -> dict[str, dict]:
+    """Summaries of variants already trained under ``root`` (``--reuse``)."""
+    runs = {}
+    for name, arg in variants.items():
+        summary = json.loads((root / name / "results.json").read_text())
+        runs[name] = {**summary, "train_seconds": None, "config_arg": arg}
+        runs[name]["dev"] = best_dev(root / name)
+    return runs
+
+
 def train_all(variants: dict[str, str], root: Path, parallel: int) -> dict[str, dict]:
     """Trains the variants, ``parallel`` subprocesses at a time; returns each run's summary."""
     pending, running, runs = list(variants.items()), {}, {}
@@ -94,6 +113,7 @@ def train_all(variants: dict[str, str], root: Path, parallel: int) -> dict[str, 
                 **summary,
                 "train_seconds": time.perf_counter() - start,
                 "config_arg": arg,
+                "dev": best_dev(root / name),
             }
             print(f"{name}: {json.dumps(runs[name])}", flush=True)
     return runs
@@ -143,7 +163,7 @@ def main() -> None:
     }
 
     root = Path(args.workdir)
-    runs = {} if args.reuse else train_all(variants, root, args.parallel)
+    runs = finished_runs(variants, root) if args.reuse else train_all(variants, root, args.parallel)
 
     judgments = read_flickr8k_expert(
         flickr / "ExpertAnnotations.txt", flickr / "Flickr8k.token.txt"
@@ -155,6 +175,12 @@ def main() -> None:
         print(f"{metric}: not reported ({reason})")
     gts_tok, res_tok = pairs.tokenized()
     scores["TFIDF-top3"] = TfidfCosine(pooling="top-3").compute_score(gts_tok, res_tok)[1]
+    if minilm.available():  # the text-only neural metric a user would pick instead
+        sims, mask = minilm.MiniLMScorer().similarities(pairs.gts, pairs.res)
+        scores["MiniLM-top3"] = pool_similarities(sims, mask, "top-3")
+        scores["MiniLM-max"] = pool_similarities(sims, mask, "max")
+    else:
+        print(f"MiniLM rows: not reported ({minilm.INSTALL_HINT})")
 
     scorers = {name: (lambda n=name: I2CEScorer.from_checkpoint(root / n)) for name in variants}
     if args.pretrained:
@@ -211,7 +237,9 @@ def main() -> None:
             "steps": run["steps"],
             "early stop": run["stopped_early"],
             "dev AUC": run["best_dev_same_image_auc"],
-            "train s": run["train_seconds"],
+            "dev COCO": run.get("dev", {}).get("same_image_auc_dev_coco", ""),
+            "dev Flickr": run.get("dev", {}).get("same_image_auc_dev_flickr", ""),
+            "train s": run["train_seconds"] or "",
         }
         for name, run in runs.items()
     ]

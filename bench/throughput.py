@@ -42,6 +42,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import argparse
 import contextlib
 import dataclasses
+import functools
 import io
 import itertools
 import json
@@ -83,6 +84,7 @@ from vtfn_jax import model as vtfn_model
 from vtfn_jax import train as vtfn_train
 from vtfn_jax.features import ARRAY_RECORD_FILE, ArrayRecordFeatures, FeatureStore
 
+import minilm
 from results_md import update_section
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -808,6 +810,8 @@ def measure_scoring(
     java = shutil.which("java") is not None
     if java:
         runners["coco_ptb"] = lambda: _coco_as_users_run_it(gts, res)
+    if minilm.available():
+        runners["minilm"] = functools.partial(minilm.MiniLMScorer().compute_score, gts, res)
     for run in runners.values():
         run()
     load_start = os.getloadavg()[0]
@@ -827,6 +831,13 @@ def measure_scoring(
             "I2CE scorer (packaged model, raw text) vs pycocoevalcap Bleu(4) + Cider on pre-tokenised text",
         ),
         (
+            "I2CE-score-vs-MiniLM",
+            "i2ce",
+            "minilm",
+            "I2CE scorer (packaged model) vs all-MiniLM-L6-v2 top-3 cosine (sentence-transformers, "
+            "CPU torch), both on raw text, each distinct sentence encoded once",
+        ),
+        (
             "capsim-ngram-vs-coco-pretokenised",
             "capsim_pretok",
             "coco_pretok",
@@ -836,7 +847,8 @@ def measure_scoring(
     rows = []
     for name, ours, reference, description in pairs:
         if reference not in seconds:
-            print(f"{name}: skipped (no Java for pycocoevalcap's PTBTokenizer)")
+            why = minilm.INSTALL_HINT if reference == "minilm" else "no Java for the PTBTokenizer"
+            print(f"{name}: skipped ({why})")
             continue
         rows.append(
             {

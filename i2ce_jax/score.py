@@ -1,7 +1,7 @@
 """Score captions from the command line with I2CE (the packaged model by default).
 
     python -m i2ce_jax.score --refs refs.json --cands cands.json [--out scores.json]
-        [--model base|large | --checkpoint WORKDIR] [--pooling top-3]
+        [--model base|large|research | --checkpoint WORKDIR] [--pooling top-3]
 
 ``refs.json``: ``{"<image id>": ["reference", ...], ...}``.
 ``cands.json``: COCO results style, ``[{"image_id": <id>, "caption": "..."}, ...]``.
@@ -25,6 +25,7 @@ from typing import Any
 from capsim.data.captions import read_candidates_json, read_references_json
 from capsim.errors import CaptionError
 from capsim.train.entry import run_command
+from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 
 
@@ -72,7 +73,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--refs", required=True)
     parser.add_argument("--cands", required=True)
     parser.add_argument("--out", default="-", help="output JSON file, or - for stdout")
-    parser.add_argument("--model", default="base", help="packaged model: base or large")
+    parser.add_argument(
+        "--model",
+        default=pretrained.DEFAULT,
+        choices=pretrained.NAMES,
+        help="packaged model (research: non-commercial terms, see its MODEL_CARD.md)",
+    )
     parser.add_argument(
         "--checkpoint", default=None, help="an I2CE training workdir instead of a packaged model"
     )
@@ -88,6 +94,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.checkpoint:
         scorer = I2CEScorer.from_checkpoint(args.checkpoint, **kwargs)
     else:
+        if args.model in pretrained.RESEARCH_ONLY:
+            print(
+                f"note: --model {args.model}: {pretrained.RESEARCH_ONLY[args.model]}",
+                file=sys.stderr,
+            )
         scorer = I2CEScorer.pretrained(args.model, **kwargs)
     result = {"model": args.checkpoint or args.model, **score_files(scorer, refs, cands)}
     if args.out == "-":

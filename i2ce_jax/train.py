@@ -13,9 +13,11 @@ import json
 import logging
 from pathlib import Path
 
+import grain
 import ml_collections
 import numpy as np
 
+from capsim import text
 from capsim.data import corpus as corpus_lib
 from capsim.data import glove
 from capsim.data.pipeline import training_dataset
@@ -100,16 +102,13 @@ def _check_positives(config: ml_collections.ConfigDict, train: corpus_lib.Encode
         )
 
 
-def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -> dict:
-    """Trains I2CE as configured and returns the final metrics (also in results.json)."""
-    mesh_lib.maybe_initialize_distributed()
-    workdir = check_workdir(config, workdir)  # writable, same model as any run already there
-    mesh_lib.local_batch_size(config.batch_size)  # the batch splits over the devices
+def encoded_corpora(
+    config: ml_collections.ConfigDict,
+) -> tuple[text.Vocab, corpus_lib.EncodedCorpus, dict[str, corpus_lib.CaptionSplit], object]:
+    """(vocabulary, encoded training captions, encoded dev splits, shapes world or None)."""
     train_records, dev_splits, world = load_corpora(config)
     data = config.data
     vocab = corpus_lib.build_vocab(train_records, data.min_count, data.max_vocab)
-    if is_main_process():
-        vocab.save(workdir / VOCAB_FILE)
     train = corpus_lib.encode_corpus(train_records, vocab, data.max_len)
     dev = {
         name: corpus_lib.CaptionSplit(corpus_lib.encode_corpus(records, vocab, data.max_len))
@@ -123,17 +122,35 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
         {name: len(split.corpus) for name, split in dev.items()},
     )
     _check_positives(config, train)
-    steps_for_epochs(config, len(train))
-    dataset = training_dataset(
+    return vocab, train, dev, world
+
+
+def training_batches(
+    config: ml_collections.ConfigDict, train: corpus_lib.EncodedCorpus
+) -> grain.IterDataset:
+    """The grain dataset of training batches (length-bucketed when ``data.length_buckets``)."""
+    return training_dataset(
         len(train),
         make_batch_fn(train),
         global_batch_size=config.batch_size,
         seed=config.seed,
         workers=config.get("input_workers", 0),
         length_buckets=train.length_buckets(
-            data.get("length_buckets", 0), with_other_captions=True
+            config.data.get("length_buckets", 0), with_other_captions=True
         ),
     )
+
+
+def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -> dict:
+    """Trains I2CE as configured and returns the final metrics (also in results.json)."""
+    mesh_lib.maybe_initialize_distributed()
+    workdir = check_workdir(config, workdir)  # writable, same model as any run already there
+    mesh_lib.local_batch_size(config.batch_size)  # the batch splits over the devices
+    vocab, train, dev, world = encoded_corpora(config)
+    if is_main_process():
+        vocab.save(workdir / VOCAB_FILE)
+    steps_for_epochs(config, len(train))
+    dataset = training_batches(config, train)
     embedding_init = glove.vectors_for_vocab(
         config.model.glove, vocab, config.model.embed_dim, seed=config.seed
     )

@@ -294,3 +294,20 @@ def test_correlation_losses_refuse_single_caption_images(tmp_path):
     config.data.min_count = 1
     with pytest.raises(ValueError, match=r"loss 'kendall'.*have one caption"):
         train_and_evaluate(config, tmp_path / "work")
+
+
+def test_all_splits_sources_add_every_split_but_the_judged_and_held_out_ones(tmp_path):
+    root = make_data_dir(tmp_path)
+    flickr = root / "flickr8k"
+    dev8k = "2000000002_cccc.jpg"
+    with (flickr / "Flickr8k.token.txt").open("a") as token:
+        token.writelines(f"{dev8k}#{k}\ta flickr8k dev caption {k}\n" for k in range(5))
+    (flickr / "Flickr_8k.devImages.txt").write_text(dev8k + "\n")
+    write_multi30k(
+        root / "extra_captions" / "flickr30k", "test_2016", {"6000000001.jpg": five("test 2016")}
+    )
+    train, dev = corpus.load_sources(data_config(root, "flickr8k_all+flickr30k_all"), seed=0)
+    images = {r.image_id for r in train}
+    assert {"flickr/2000000001", "flickr/2000000002", "flickr/6000000001"} <= images
+    assert f"flickr/{FLICKR8K_TEST_PHOTO}" not in images  # judged by Flickr8k-Expert
+    assert not images & {r.image_id for r in dev["dev_flickr"]}  # Flickr30k val is held out

@@ -80,7 +80,7 @@ def load_sources(
     compare on the same held-out captions.
     """
     root = Path(data.data_dir).expanduser()
-    if "flickr30k" in data.sources or "flickr" in data.dev_sets:
+    if any(n.startswith("flickr30k") for n in data.sources) or "flickr" in data.dev_sets:
         _check_flickr30k_against_flickr8k_test(root)
     read = {name: sources.read_source(name, root) for name in data.sources}
     dev = {

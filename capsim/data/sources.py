@@ -194,18 +194,26 @@ class Source:
     licence: str
 
 
-def _read_flickr8k_train(folder: Path) -> list[CaptionRecord]:
-    """Flickr8k's train split only: its test images are what Flickr8k-Expert judges."""
-    return [
-        dataclasses.replace(r, image_id=f"flickr8k/{r.image_id}")
-        for r in read_flickr8k_dir(folder)
-        if r.split == "train"
-    ]
+def _flickr8k(*splits: str) -> Callable[[Path], list[CaptionRecord]]:
+    """Flickr8k's ``splits``; never ``test``, whose images Flickr8k-Expert judges."""
+    assert "test" not in splits
+
+    def read(folder: Path) -> list[CaptionRecord]:
+        return [
+            dataclasses.replace(r, image_id=f"flickr8k/{r.image_id}")
+            for r in read_flickr8k_dir(folder)
+            if r.split in splits
+        ]
+
+    return read
 
 
-def _read_flickr30k(folder: Path) -> list[CaptionRecord]:
-    check_no_flickr8k_test(folder)
-    return read_multi30k(folder, "train")
+def _flickr30k(*splits: str) -> Callable[[Path], list[CaptionRecord]]:
+    def read(folder: Path) -> list[CaptionRecord]:
+        check_no_flickr8k_test(folder)
+        return [r for split in splits for r in read_multi30k(folder, split)]
+
+    return read
 
 
 def _read_all(pattern: str, reader: Callable[[Path], list[CaptionRecord]]):
@@ -218,18 +226,16 @@ def _read_all(pattern: str, reader: Callable[[Path], list[CaptionRecord]]):
     return read
 
 
+FLICKR8K_TERMS = "Flickr8k terms: research only (University of Illinois request form)"
+FLICKR30K_TERMS = "Flickr30k terms: non-commercial research and education only"
+FLICKR30K_FOLDERS = ("extra_captions/flickr30k", "flickr30k")
 SOURCES: dict[str, Source] = {
     "coco": Source(("coco",), _read_all("captions_*.json", read_coco_captions), "CC BY 4.0 (COCO)"),
-    "flickr8k": Source(
-        ("flickr8k",),
-        _read_flickr8k_train,
-        "Flickr8k terms: research only (University of Illinois request form)",
-    ),
-    "flickr30k": Source(
-        ("extra_captions/flickr30k", "flickr30k"),
-        _read_flickr30k,
-        "Flickr30k terms: non-commercial research and education only",
-    ),
+    "flickr8k": Source(("flickr8k",), _flickr8k("train"), FLICKR8K_TERMS),
+    "flickr30k": Source(FLICKR30K_FOLDERS, _flickr30k("train"), FLICKR30K_TERMS),
+    # every split but what is judged (Flickr8k test) or held out (Flickr30k val, dev_flickr)
+    "flickr8k_all": Source(("flickr8k",), _flickr8k("train", "dev"), FLICKR8K_TERMS),
+    "flickr30k_all": Source(FLICKR30K_FOLDERS, _flickr30k("train", "test_2016"), FLICKR30K_TERMS),
     "cc3m": Source(
         ("extra_captions/cc3m", "cc3m"), _read_all("*.tsv", read_cc3m_tsv), "any purpose (Google)"
     ),

@@ -3,7 +3,9 @@
 ``load(name)`` returns a packaged encoder (word vectors + GRU; the decoder is
 only needed for training and is not shipped), its vocabulary and its metadata;
 ``I2CEScorer.pretrained(name)`` wraps it. Nothing is downloaded. Models:
-``base`` (the default) and ``large``, one folder each beside this file.
+``base`` (the default) and ``large``, trained on redistributable text, and
+``research``, trained on Flickr text too (non-commercial terms; only by name),
+one folder each beside this file.
 
 Rebuild one (trains configs/i2ce_pretrained.py on COCO captions, then exports
 into the package):
@@ -36,7 +38,9 @@ from capsim.train.checkpoint import restore_model
 from capsim.train.writers import load_config
 
 PACKAGE_DIR = Path(__file__).resolve().parent
-NAMES = ("base", "large")
+NAMES = ("base", "large", "research")
+# Models trained on text under non-commercial terms: loaded only when named.
+RESEARCH_ONLY = {"research": "Flickr8k/Flickr30k captions: non-commercial research use only"}
 DEFAULT = "base"
 WEIGHTS_FILE = "encoder.npz"
 VOCAB_FILE = "vocab.json"
@@ -73,6 +77,14 @@ def _unflatten(flat: dict[str, np.ndarray]) -> dict:
             node = node.setdefault(part, {})
         node[leaf] = value
     return tree
+
+
+def training_sources(meta: dict[str, Any]) -> list[str]:
+    """The caption sources a packaged model was trained on (capsim.data.sources names)."""
+    data = meta["config"]["data"]
+    if data.get("sources"):
+        return list(data["sources"])
+    return ["coco", *(["flickr8k"] if data.get("flickr8k_dir") else [])]
 
 
 def export(workdir: str | Path, out_dir: str | Path) -> dict[str, Any]:
