@@ -53,7 +53,11 @@ VARIANTS = {
     "I2CE-triplet": "loss=triplet",
     "I2CE-nce": "loss=infonce",
 }
-PRETRAINED = {"I2CE-pretrained": "base", "I2CE-pretrained-large": "large"}
+PRETRAINED = {
+    "I2CE-pretrained": "base",
+    "I2CE-pretrained-large": "large",
+    "I2CE-pretrained-research": "research",
+}
 PLOTTED_MODEL = "I2CE-pretrained"  # drawn against CIDEr in the plots, when scored in this run
 POOLING_MODEL = "I2CE-margin-mean"
 POOLINGS = [f"top-{k}" for k in range(1, 6)]
@@ -233,7 +237,7 @@ def main() -> None:
     run_rows = [
         {
             "variant": name,
-            "config": re.sub(r"(data_dir|epochs)=[^,]*,?", "", run["config_arg"]),
+            "config": re.sub(r"data_dir=[^,]*,?", "", run["config_arg"]),
             "steps": run["steps"],
             "early stop": run["stopped_early"],
             "dev AUC": run["best_dev_same_image_auc"],
@@ -251,8 +255,9 @@ def main() -> None:
         f"{title}\n\n"
         f"Command: `{command}`\n\n"
         f"{len(pairs.human)} rating rows (CLIPScore protocol), Kendall τc × 100. I2CE variants "
-        "trained on COCO val2017 + Flickr8k train captions; early stopping on held-out caption "
-        "images (same-image AUC), never on the judgments. `I2CE-pretrained` is the packaged "
+        "trained on COCO val2017 + Flickr8k train captions unless their config names `sources`; "
+        "early stopping on held-out caption images (same-image AUC; with `sources`, the mean of "
+        "the dev COCO and dev Flickr AUCs), never on the judgments. `I2CE-pretrained` is the packaged "
         "model (COCO captions only; see i2ce_jax/pretrained/MODEL_CARD.md).\n\n"
         f"{table}\n\nPooling ablation ({POOLING_MODEL}):\n\n{pool_table}\n"
     )

@@ -198,8 +198,12 @@ def _scan_gru(cell: nnx.GRUCell, inputs: Array, mask: Array, hidden: Array) -> t
     return final, jnp.swapaxes(outputs, 0, 1)
 
 
+RNN_POOLINGS = ("last", "mean")
+
+
 class RNNEncoder(nnx.Module):
-    """GRU or LSTM encoder; the sentence vector is the hidden state after the last real token.
+    """GRU or LSTM encoder; the sentence vector is the hidden state after the last real token
+    (``pooling="last"``) or the mean of the hidden states over the real tokens (``"mean"``).
 
     Dropout (rate ``dropout``) is applied to the word vectors before the recurrence. The state
     is carried in float32 whatever the compute dtype: each step's gate matmuls round to
@@ -218,10 +222,13 @@ class RNNEncoder(nnx.Module):
         rngs: nnx.Rngs,
         embedding_init: np.ndarray | None = None,
         dtype: str | jnp.dtype = DEFAULT_DTYPE,
+        pooling: str = "last",
     ):
         _check_choice("RNN cell", cell, RNN_CELLS)
+        _check_choice("RNN pooling", pooling, RNN_POOLINGS)
         dtype = compute_dtype(dtype)
         self.out_dim = hidden_dim
+        self.pooling = pooling
         self.embed = _make_embed(vocab_size, embed_dim, embedding_init, rngs, dtype)
         self.dropout = nnx.Dropout(dropout, rngs=rngs)
         cell_type = nnx.GRUCell if cell == "gru" else nnx.OptimizedLSTMCell
@@ -231,7 +238,12 @@ class RNNEncoder(nnx.Module):
 
     def __call__(self, ids: Array, mask: Array) -> Array:
         inputs = self.dropout(_embed_masked(self.embed, ids, mask))
-        final_carry, _ = scan_rnn(self.cell, inputs, mask, zero_carry(self.cell, ids.shape[0]))
+        final_carry, outputs = scan_rnn(
+            self.cell, inputs, mask, zero_carry(self.cell, ids.shape[0])
+        )
+        if self.pooling == "mean":  # outputs are zero at masked steps
+            count = jnp.maximum(jnp.sum(mask, axis=1, keepdims=True), 1)
+            return jnp.sum(outputs, axis=1) / count
         if isinstance(self.cell, LSTM_CELL_TYPES):
             _, hidden = final_carry
             return hidden

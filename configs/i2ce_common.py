@@ -18,6 +18,7 @@ COCO_ARGS = dict(
     init_std=1.0,
     batch=128,
     flickr8k=True,
+    states="last",
     sources="",
     dev_sets="coco+flickr",
     buckets=0,
@@ -30,7 +31,8 @@ def parse(arg: str | None, loss: str, **defaults) -> ml_collections.ConfigDict:
     glove ("" | "package" | a glove.*.txt path), embed and hidden (sizes), init_std
     (std of the N(0, std²) word-vector init; 0 for flax's 1/sqrt(embed)), batch,
     flickr8k (False: COCO captions only, e.g. for weights that must not carry
-    Flickr8k's research-only licence), sources (``+``-joined names of
+    Flickr8k's research-only licence), states (the intrinsic vector: ``last`` GRU state,
+    as the paper, or the ``mean`` of the states), sources (``+``-joined names of
     capsim.data.sources.SOURCES, e.g. ``coco+coco_lines+cc3m``; replaces the COCO
     files and ``flickr8k``, merges overlaps and holds out one dev split per
     ``dev_sets`` domain), dev_sets (``coco+flickr``), buckets (data.length_buckets),
@@ -96,6 +98,7 @@ def autoencoder(arg: ml_collections.ConfigDict) -> dict:
         dropout=0.0,
         glove=arg.glove,
         embed_std=arg.init_std,
+        state_pooling=arg.states,  # the intrinsic vector: "last" GRU state (paper) or "mean"
         dtype="float32",  # compute dtype; "bfloat16" on GPU/TPU (parameters stay float32)
     )
 

@@ -50,6 +50,7 @@ class I2CEAutoencoder(nnx.Module):
         rngs: nnx.Rngs,
         embedding_init: np.ndarray | None = None,
         dtype: str | jnp.dtype = DEFAULT_DTYPE,
+        state_pooling: str = "last",
     ):
         dtype = compute_dtype(dtype)
         self.encoder = RNNEncoder(
@@ -61,6 +62,7 @@ class I2CEAutoencoder(nnx.Module):
             rngs=rngs,
             embedding_init=embedding_init,
             dtype=dtype,
+            pooling=state_pooling,
         )
         kinds = dict(dtype=dtype, param_dtype=PARAM_DTYPE, rngs=rngs)
         self.decoder_cell = nnx.GRUCell(embed_dim, hidden_dim, **kinds)
@@ -100,7 +102,9 @@ def build_model(
 ) -> I2CEAutoencoder:
     """The autoencoder of ``config.model``; word vectors from ``embedding_init`` (e.g. GloVe),
     else N(0, ``model.embed_std``²) when that is positive, else flax's default init.
-    ``model.dtype`` (default "float32"; configs written before it lack it) is the compute dtype."""
+    ``model.dtype`` (default "float32"; configs written before it lack it) is the compute dtype;
+    ``model.state_pooling`` ("last", the paper's final state, or "mean" over the GRU states)
+    makes the intrinsic vector."""
     embed_std = config.model.get("embed_std", 0.0)
     if embedding_init is None and embed_std > 0:
         embedding_init = normal_embedding(
@@ -114,6 +118,7 @@ def build_model(
         rngs=nnx.Rngs(params=config.seed, dropout=config.seed + 1),
         embedding_init=embedding_init,
         dtype=config.model.get("dtype", DEFAULT_DTYPE),
+        state_pooling=config.model.get("state_pooling", "last"),
     )
 
 

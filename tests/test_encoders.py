@@ -187,3 +187,25 @@ def test_build_encoder_errors_name_the_problem():
         build("cnn", {**CONFIG, "cnn_pooling": "median"})
     with pytest.raises(ValueError, match="gru"):
         encoders.RNNEncoder(VOCAB, 4, 4, cell="rnn", rngs=nnx.Rngs(0))
+
+
+def test_rnn_mean_pooling_is_the_mean_of_the_prefix_states():
+    """pooling="mean" averages the hidden state after each real token; padding changes nothing."""
+    kwargs = dict(cell="gru", rngs=nnx.Rngs(3))
+    last = encoders.RNNEncoder(VOCAB, 6, 5, **kwargs)
+    mean = encoders.RNNEncoder(VOCAB, 6, 5, pooling="mean", cell="gru", rngs=nnx.Rngs(3))
+    ids = jnp.array([[4, 7, 9, 2, 0, 0], [5, 6, 0, 0, 0, 0]])
+    mask = ids > 0
+    prefix_states = []
+    for t in range(1, ids.shape[1] + 1):
+        prefix_mask = mask & (jnp.arange(ids.shape[1]) < t)
+        prefix_states.append(np.asarray(last(ids, prefix_mask)))
+    lengths = np.asarray(mask.sum(1))
+    expected = [
+        np.mean([prefix_states[t][b] for t in range(n)], axis=0) for b, n in enumerate(lengths)
+    ]
+    np.testing.assert_allclose(mean(ids, mask), np.stack(expected), atol=1e-5)
+    padded = jnp.pad(ids, ((0, 0), (0, 3)))
+    np.testing.assert_allclose(mean(padded, padded > 0), mean(ids, mask), atol=1e-6)
+    with pytest.raises(ValueError, match="pooling"):
+        encoders.RNNEncoder(VOCAB, 4, 4, pooling="max", rngs=nnx.Rngs(0))

@@ -52,8 +52,12 @@ def sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _encoder(vocab_size: int, embed_dim: int, hidden_dim: int) -> RNNEncoder:
-    return RNNEncoder(vocab_size, embed_dim, hidden_dim, cell="gru", rngs=nnx.Rngs(0))
+def _encoder(
+    vocab_size: int, embed_dim: int, hidden_dim: int, state_pooling: str = "last"
+) -> RNNEncoder:
+    return RNNEncoder(
+        vocab_size, embed_dim, hidden_dim, cell="gru", rngs=nnx.Rngs(0), pooling=state_pooling
+    )
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
@@ -110,6 +114,7 @@ def export(workdir: str | Path, out_dir: str | Path) -> dict[str, Any]:
         "vocab_size": len(vocab),
         "embed_dim": config.model.embed_dim,
         "hidden_dim": config.model.hidden_dim,
+        "state_pooling": config.model.get("state_pooling", "last"),
         "pooling": config.scorer.pooling,
         "loss": config.loss.name,
         "steps": results.get("steps"),
@@ -134,7 +139,11 @@ def load(name: str | Path = DEFAULT) -> tuple[RNNEncoder, text.Vocab, dict[str, 
         raise CheckpointError(f"{model_dir / META_FILE}: not a {FORMAT} file")
     vocab = text.Vocab.load(model_dir / VOCAB_FILE)
     # Shapes only: the weights come from the file, so nothing is initialised randomly.
-    encoder = nnx.eval_shape(lambda: _encoder(len(vocab), meta["embed_dim"], meta["hidden_dim"]))
+    encoder = nnx.eval_shape(
+        lambda: _encoder(
+            len(vocab), meta["embed_dim"], meta["hidden_dim"], meta.get("state_pooling", "last")
+        )
+    )
     state = nnx.state(encoder, nnx.Param)
     expected = {k: v.shape for k, v in _flatten(nnx.to_pure_dict(state)).items()}
     try:
