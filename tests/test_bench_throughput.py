@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 pytest.importorskip("torch", reason="torch is only used by bench/; not installed")
 
+import minilm
 import throughput
 
 TINY = throughput.Sizes(batch_size=8, vocab_size=64, image_dim=16, width=8)
@@ -52,9 +53,13 @@ def test_scoring_measurement_gives_positive_ratios_per_round():
     scorer = throughput.untrained_scorer(GTS, RES, width=8)
     rows = throughput.measure_scoring(GTS, RES, rounds=2, scorer=scorer)
     names = [r["name"] for r in rows]
-    assert names[-2:] == ["I2CE-score-vs-coco-pretokenised", "capsim-ngram-vs-coco-pretokenised"]
-    if shutil.which("java"):
-        assert names[0] == "I2CE-score-vs-coco-ptb"
+    expected = [
+        *(["I2CE-score-vs-coco-ptb"] if shutil.which("java") else []),
+        "I2CE-score-vs-coco-pretokenised",
+        *(["I2CE-score-vs-MiniLM"] if minilm.available() else []),
+        "capsim-ngram-vs-coco-pretokenised",
+    ]
+    assert names == expected
     for row in rows:
         assert row["what"] == "score" and row["rounds"] == 2
         assert row["ratio_min"] <= row["ratio_median"] <= row["ratio_max"]
