@@ -129,7 +129,8 @@ def semantic_positives(batch: Mapping[str, jax.Array], pairing: str) -> jax.Arra
     group = batch["group"]
     positive = group[:, None] == group[None, :]
     if pairing == "similar" and "has_similar" in batch:
-        positive &= ~jnp.eye(group.shape[0], dtype=bool) | batch["has_similar"][:, None]
+        has_similar = batch["has_similar"].astype(bool)[:, None]
+        positive &= ~jnp.eye(group.shape[0], dtype=bool) | has_similar
     return positive
 
 

@@ -81,7 +81,9 @@ def make_batch_fn(corpus: corpus_lib.EncodedCorpus):
             "similar_ids": similar_ids,
             "similar_mask": similar_mask,
             "group": corpus.image_index[rows],
-            "has_similar": similar != rows,
+            # int8, not bool: a bool array in the global batch broke the 2-process gloo
+            # step ("Received data size doesn't match expected size"; tests/test_multihost.py)
+            "has_similar": (similar != rows).astype(np.int8),
         }
 
     return make_batch

@@ -277,7 +277,7 @@ def test_make_batch_marks_captions_without_a_second_caption(tmp_path):
     vocab = corpus.build_vocab(records, min_count=1, max_size=None)
     encoded = corpus.encode_corpus(records, vocab, max_len=8)
     batch = make_batch_fn(encoded)(np.arange(3), np.array([0.1, 0.7, 0.5]))
-    np.testing.assert_array_equal(batch["has_similar"], [True, True, False])
+    np.testing.assert_array_equal(batch["has_similar"], [1, 1, 0])
     np.testing.assert_array_equal(batch["similar_ids"][2], batch["anchor_ids"][2])
     np.testing.assert_array_equal(batch["similar_ids"][0], batch["anchor_ids"][1])
 
