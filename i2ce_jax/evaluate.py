@@ -1,6 +1,6 @@
 """I2CE against human judgments, beside BLEU-1..4, ROUGE-L, CIDEr and METEOR.
 
-    python -m i2ce_jax.evaluate --judgments NAME:PATH[,NAME:PATH...] [--model base | --checkpoint W]
+    python -m i2ce_jax.evaluate --judgments NAME:PATH[,NAME:PATH...] [--model base|large|research | --checkpoint W]
         [--references NAME=FILE] [--out evaluation.json]
 
 Sets and what PATH is (the files as their authors publish them):
@@ -31,6 +31,7 @@ import numpy as np
 from capsim.eval.correlation import format_table
 from capsim.eval.judgment_harness import SETS, evaluate_judgments, load_set
 from capsim.train.entry import run_command
+from i2ce_jax import pretrained
 from i2ce_jax.score import write_atomically
 from i2ce_jax.scorer import I2CEScorer
 
@@ -63,7 +64,12 @@ def parse_specs(text: str) -> list[tuple[str, Path]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--judgments", required=True, help="NAME:PATH[,NAME:PATH...]")
-    parser.add_argument("--model", default="base", help="packaged model: base or large")
+    parser.add_argument(
+        "--model",
+        default=pretrained.DEFAULT,
+        choices=pretrained.NAMES,
+        help="packaged model (research: non-commercial terms, see its MODEL_CARD.md)",
+    )
     parser.add_argument("--checkpoint", default=None, help="an I2CE training workdir instead")
     parser.add_argument("--references", action="append", default=[], metavar="NAME=FILE")
     parser.add_argument("--no_meteor", action="store_true", help="skip METEOR even with Java")

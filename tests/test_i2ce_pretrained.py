@@ -222,3 +222,16 @@ def test_rebuild_command_runs_at_runlocal_size(tmp_path):
     scorer = I2CEScorer(encoder, vocab)
     _, scores = scorer.compute_score({"a": REFERENCES}, {"a": ["a dog on grass"]})
     assert np.isfinite(scores[0])
+
+
+def test_cli_research_model_is_asked_for_by_name_and_states_its_terms(tmp_path, capsys):
+    refs = _write(tmp_path / "refs.json", {"img": REFERENCES})
+    cands = _write(tmp_path / "cands.json", [{"image_id": "img", "caption": "a dog on grass"}])
+    out = tmp_path / "scores.json"
+    args = ["--refs", str(refs), "--cands", str(cands), "--out", str(out)]
+    assert score_cli.main([*args, "--model", "research"]) == 0
+    assert json.loads(out.read_text())["model"] == "research"
+    assert "non-commercial" in capsys.readouterr().err
+    assert score_cli.main(args) == 0  # no --model: the permissive default, without the note
+    assert json.loads(out.read_text())["model"] == pretrained.DEFAULT
+    assert "non-commercial" not in capsys.readouterr().err
