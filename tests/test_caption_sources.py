@@ -117,6 +117,12 @@ def test_a_flickr30k_folder_with_a_flickr8k_test_photo_is_refused_by_training(tm
         corpus.load_sources(data_config(root, "coco+flickr30k"), seed=0)
     with pytest.raises(DataFormatError, match="Flickr8k test image"):
         sources.read_source("flickr30k", root)  # the reader refuses it without Flickr8k's files
+    from configs import i2ce_common
+    from i2ce_jax.train import train_and_evaluate
+
+    config = i2ce_common.coco_config(f"data_dir={root},sources=coco+flickr30k,runlocal", "infonce")
+    with pytest.raises(DataFormatError, match=rf"image '{FLICKR8K_TEST_PHOTO}\.jpg'"):
+        train_and_evaluate(config, tmp_path / "work")  # the training command refuses it
 
 
 def test_a_flickr30k_caption_of_a_flickr8k_test_image_is_refused(tmp_path):
