@@ -15,11 +15,15 @@ section of bench/RESULTS.md.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+# configs/ is used from the clone, not installed: make the repository root importable.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import argparse
 import os
-import sys
 import types
-from pathlib import Path
 
 import numpy as np
 

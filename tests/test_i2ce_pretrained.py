@@ -217,7 +217,7 @@ def test_rebuild_command_runs_at_runlocal_size(tmp_path):
         ]
     )
     encoder, vocab, meta = pretrained.load(out)
-    assert pretrained.training_sources(meta) == ["coco", "coco_lines", "cc3m"]
+    assert pretrained.training_sources(meta) == ["coco", "coco_lines"]
     assert meta["loss"] == "infonce" and meta["embed_dim"] == 50  # GloVe 6B 50-d
     scorer = I2CEScorer(encoder, vocab)
     _, scores = scorer.compute_score({"a": REFERENCES}, {"a": ["a dog on grass"]})
