@@ -122,20 +122,29 @@ def build_model(
     )
 
 
-def semantic_positives(batch: Mapping[str, jax.Array], pairing: str) -> jax.Array:
-    """[B, B] same-image mask of the semantic branch. With the "similar" pairing, a caption
-    paired with itself (``has_similar`` False: its image has no other caption) is no
-    positive of its own row; it stays a negative of every other row."""
+def semantic_positives(
+    batch: Mapping[str, jax.Array], pairing: str, single_captions: bool = False
+) -> jax.Array:
+    """[B, B] same-image mask of the semantic branch. ``group`` is the row's image, or
+    ``-1 - image`` for a caption paired with itself (its image has no other caption,
+    i2ce_jax.train.make_batch_fn): with the "similar" pairing and ``single_captions``
+    that row is no positive of its own; it stays a negative of every other row.
+
+    ``single_captions`` is False for corpora without such images, so their step keeps
+    the program it had: the masked one put the 2-process gloo demo run out of step
+    (a collective mismatch; docs/DEVELOPMENT_NOTES.md).
+    """
     group = batch["group"]
     positive = group[:, None] == group[None, :]
-    if pairing == "similar" and "has_similar" in batch:
-        has_similar = batch["has_similar"].astype(bool)[:, None]
-        positive &= ~jnp.eye(group.shape[0], dtype=bool) | has_similar
+    if pairing == "similar" and single_captions:
+        positive &= ~jnp.eye(group.shape[0], dtype=bool) | (group >= 0)[:, None]
     return positive
 
 
-def make_loss_fn(config: ml_collections.ConfigDict):
+def make_loss_fn(config: ml_collections.ConfigDict, single_captions: bool = False):
     """``loss_fn(model, batch, key)``: λ1·reconstruction + λ2·semantic loss.
+
+    ``single_captions``: the corpus has images with one caption (see ``semantic_positives``).
 
     ``config.loss.name`` is "none" (one branch: reconstruction only) or any name
     in capsim.losses.LOSSES; its hyperparameters are read from ``config.loss``.
@@ -160,7 +169,7 @@ def make_loss_fn(config: ml_collections.ConfigDict):
             else:
                 other = model.encode(batch["similar_ids"], batch["similar_mask"])
             sim = losses.cosine_similarity_matrix(anchor, other)
-            positive = semantic_positives(batch, pairing)
+            positive = semantic_positives(batch, pairing, single_captions)
             perm = jax.random.permutation(key, positive.shape[0])
             semantic_loss = semantic(sim, positive, perm, **hparams)
             metrics["semantic"] = semantic_loss

@@ -65,8 +65,11 @@ def make_batch_fn(corpus: corpus_lib.EncodedCorpus):
     """Anchor captions plus a different caption of the same image each.
 
     A caption whose image has no other (a Conceptual Captions row, say) is paired with
-    itself and marked ``has_similar=False``: it serves reconstruction and negatives,
-    never as its own positive (see i2ce_jax.model.make_loss_fn).
+    itself, and its ``group`` is written as ``-1 - image``: it serves reconstruction and
+    negatives, never as its own positive (i2ce_jax.model.semantic_positives). The flag
+    rides in ``group`` rather than in an array of its own: a second per-row array in the
+    global batch broke the 2-process gloo step (a collective mismatch,
+    tests/test_multihost.py).
     """
 
     def make_batch(
@@ -75,15 +78,13 @@ def make_batch_fn(corpus: corpus_lib.EncodedCorpus):
         anchor_ids, anchor_mask = corpus.tokens(rows, width)
         similar = corpus.other_captions(rows, draws)
         similar_ids, similar_mask = corpus.tokens(similar, width)
+        image = corpus.image_index[rows]
         return {
             "anchor_ids": anchor_ids,
             "anchor_mask": anchor_mask,
             "similar_ids": similar_ids,
             "similar_mask": similar_mask,
-            "group": corpus.image_index[rows],
-            # int8, not bool: a bool array in the global batch broke the 2-process gloo
-            # step ("Received data size doesn't match expected size"; tests/test_multihost.py)
-            "has_similar": (similar != rows).astype(np.int8),
+            "group": np.where(similar != rows, image, -1 - image).astype(image.dtype),
         }
 
     return make_batch
@@ -163,7 +164,10 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
         return Subject(scorer.embed, scorer.compute_score, splits=dev, world=world)
 
     evaluators = Evaluators(config.evals, subject_of)
-    result = train_loop(config, workdir, model, make_loss_fn(config), dataset, evaluators)
+    loss_fn = make_loss_fn(
+        config, single_captions=bool(np.any(np.bincount(train.image_index) == 1))
+    )
+    result = train_loop(config, workdir, model, loss_fn, dataset, evaluators)
     restore_model(workdir, model)
     summary = {**result.summary(), **evaluators.report(subject_of(model))}
     if is_main_process():

@@ -241,15 +241,13 @@ def test_real_extra_captions(shared_data):
 
 
 def test_single_caption_images_are_never_their_own_positive():
-    """A row marked has_similar=False drops out of InfoNCE's and the triplet's positives,
-    and still serves as a negative of the others."""
+    """A row paired with itself (group -1 - image) drops out of InfoNCE's, the triplet's
+    and the rank loss's positives, and still serves as a negative of the others."""
     from i2ce_jax.model import semantic_positives
 
     rng = np.random.default_rng(0)
     sim = jnp.asarray(rng.uniform(-1, 1, (4, 4)), jnp.float32)
-    positive = semantic_positives(
-        {"group": jnp.arange(4), "has_similar": jnp.array([True, True, False, True])}, "similar"
-    )
+    positive = semantic_positives({"group": jnp.array([0, 1, -3, 3])}, "similar", True)
     np.testing.assert_array_equal(np.diagonal(positive), [True, True, False, True])
     perm = jnp.array([1, 2, 3, 0])
     logits = np.asarray(sim) / 0.05
@@ -283,7 +281,7 @@ def test_make_batch_marks_captions_without_a_second_caption(tmp_path):
     vocab = corpus.build_vocab(records, min_count=1, max_size=None)
     encoded = corpus.encode_corpus(records, vocab, max_len=8)
     batch = make_batch_fn(encoded)(np.arange(3), np.array([0.1, 0.7, 0.5]))
-    np.testing.assert_array_equal(batch["has_similar"], [1, 1, 0])
+    np.testing.assert_array_equal(batch["group"], [0, 0, -2])  # image 1 has no other caption
     np.testing.assert_array_equal(batch["similar_ids"][2], batch["anchor_ids"][2])
     np.testing.assert_array_equal(batch["similar_ids"][0], batch["anchor_ids"][1])
 
