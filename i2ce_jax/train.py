@@ -94,9 +94,14 @@ def make_batch_fn(corpus: corpus_lib.EncodedCorpus):
 DIAGONAL_POSITIVE_LOSSES = ("pearson", "covariance", "kendall")
 
 
+def single_caption_images(corpus: corpus_lib.EncodedCorpus) -> int:
+    """How many images of ``corpus`` have one caption (no same-image positive)."""
+    return int(np.sum(np.bincount(corpus.image_index) == 1))
+
+
 def _check_positives(config: ml_collections.ConfigDict, train: corpus_lib.EncodedCorpus) -> None:
     """A caption without a second caption of its image must not become its own positive."""
-    singles = int(np.sum(np.bincount(train.image_index) == 1))
+    singles = single_caption_images(train)
     if singles and config.loss.name in DIAGONAL_POSITIVE_LOSSES:
         raise ValueError(
             f"loss {config.loss.name!r} takes every caption's pair with a second caption of "
@@ -164,9 +169,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
         return Subject(scorer.embed, scorer.compute_score, splits=dev, world=world)
 
     evaluators = Evaluators(config.evals, subject_of)
-    loss_fn = make_loss_fn(
-        config, single_captions=bool(np.any(np.bincount(train.image_index) == 1))
-    )
+    loss_fn = make_loss_fn(config, single_captions=single_caption_images(train) > 0)
     result = train_loop(config, workdir, model, loss_fn, dataset, evaluators)
     restore_model(workdir, model)
     summary = {**result.summary(), **evaluators.report(subject_of(model))}

@@ -83,9 +83,9 @@ def load_sources(
     if any(n.startswith("flickr30k") for n in data.sources) or "flickr" in data.dev_sets:
         _check_flickr30k_against_flickr8k_test(root)
     read = {name: sources.read_source(name, root) for name in data.sources}
-    dev = {
-        f"dev_{name}": sources.dev_set(name, root, data.dev_images, seed) for name in data.dev_sets
-    }
+    dev = {f"dev_{name}": sources.dev_records(name, root) for name in data.dev_sets}
+    if "dev_coco" in dev:  # a seeded draw of COCO images; Flickr30k val is held out whole
+        dev["dev_coco"] = hold_out_images(dev["dev_coco"], data.dev_images, seed)[1]
     held = {r.image_id for records in dev.values() for r in records}
     merged = sources.merge(r for records in read.values() for r in records)
     train = [r for r in merged if r.image_id not in held]

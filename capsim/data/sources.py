@@ -34,8 +34,6 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-import numpy as np
-
 from capsim.data.captions import clean_caption, iter_lines, read_coco_captions, read_flickr8k_dir
 from capsim.data.records import CaptionRecord
 from capsim.errors import DataFormatError
@@ -261,18 +259,12 @@ def read_source(name: str, data_dir: str | Path) -> list[CaptionRecord]:
     return SOURCES[name].read(source_folder(name, data_dir))
 
 
-def dev_set(name: str, data_dir: str | Path, num_images: int, seed: int) -> list[CaptionRecord]:
-    """Held-out captions of one domain, the same whichever sources are trained on:
-    ``coco``: ``num_images`` images of the ``coco`` source drawn by ``seed``;
-    ``flickr``: Flickr30k's ``val`` split (checked like its train split)."""
+def dev_records(name: str, data_dir: str | Path) -> list[CaptionRecord]:
+    """The captions a domain's dev split is drawn from, whichever sources are trained on:
+    ``coco``: the ``coco`` source (capsim.data.corpus holds images of it out);
+    ``flickr``: Flickr30k's ``val`` split, all of it (checked like its train split)."""
     if name == "coco":
-        records = merge(read_source("coco", data_dir))
-        images = sorted({r.image_id for r in records})
-        if num_images >= len(images):
-            raise ValueError(f"cannot hold out {num_images} of {len(images)} COCO images")
-        rng = np.random.default_rng(seed)
-        held = set(rng.choice(images, size=num_images, replace=False).tolist())
-        return [r for r in records if r.image_id in held]
+        return merge(read_source("coco", data_dir))
     if name == "flickr":
         folder = source_folder("flickr30k", data_dir)
         check_no_flickr8k_test(folder)
