@@ -20,7 +20,7 @@ One run prints one table and writes the same rows as JSON (``--out``):
 - **VTFN-GRU training** examples/s (and MFU) in both dtypes (batch 128, 24
   tokens, N = 128, 2048-d image features).
 
-Training steps are the library's ``make_train_step`` over the data mesh (every
+Training steps are the library's ``capsim.train.Trainer`` step over the data mesh (every
 device, the batch split across them), timed with ``block_until_ready`` after
 warm-up steps (the first compiles); batches are placed on the devices before
 timing, so host input is not measured. A check that fails becomes a failed row
@@ -58,8 +58,8 @@ from flax import nnx
 
 from capsim import text
 from capsim.eval import judgment_harness
+from capsim.train import Trainer
 from capsim.train import mesh as mesh_lib
-from capsim.train.loop import make_optimizer, make_train_step
 from configs import i2ce_common, vtfn_common
 from i2ce_jax import model as i2ce_model
 from i2ce_jax import train as i2ce_train
@@ -264,19 +264,13 @@ def xla_flops(compiled: jax.stages.Compiled) -> float | None:
 
 def time_training(case: TrainingCase, steps: int, warmup: int, peak_tflops: float) -> dict:
     """Times ``steps`` train steps after ``warmup``; examples/s, TFLOP/s and MFU."""
-    mesh = mesh_lib.make_data_mesh()
-    optimizer = nnx.Optimizer(case.model, make_optimizer(case.config), wrt=nnx.Param)
-    graphdef, state = nnx.split((case.model, optimizer))
-    state = mesh_lib.replicate(state, mesh)
+    trainer = Trainer(case.config, case.model, case.loss_fn)
+    state = trainer.state
     share = slice(jax.process_index(), None, jax.process_count())  # this process's rows
-    batches = [
-        mesh_lib.global_batch({k: v[share] for k, v in b.items()}, mesh) for b in case.batches
-    ]
-    base = jax.random.key(case.config.seed)
+    batches = [trainer.global_batch({k: v[share] for k, v in b.items()}) for b in case.batches]
+    base = trainer.base_key
     keys = [jax.random.fold_in(base, i) for i in range(warmup + steps)]
-    compiled = (
-        make_train_step(graphdef, case.loss_fn, mesh).lower(state, batches[0], base).compile()
-    )
+    compiled = trainer.train_step.lower(state, batches[0], base).compile()
     for i in range(warmup):
         state, metrics = compiled(state, batches[i % len(batches)], keys[i])
     jax.block_until_ready((state, metrics))

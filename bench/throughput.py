@@ -3,7 +3,7 @@
     python bench/throughput.py [--steps 10] [--rounds 5] [--warmup 3] [--only train|score]
 
 Training: examples/s of the library's real jit-compiled step (capsim.train.loop.
-make_train_step over the data mesh, set up as train_loop does) against a PyTorch
+capsim.train.Trainer's step over the data mesh) against a PyTorch
 twin of the same model (bench/torch_reference.py: same sizes, same parameter
 count, same loss, same optimizer, started from the same weights) for I2CE at the
 paper's scale and at the default config, and VTFN's text towers. Both consume
@@ -73,9 +73,8 @@ from capsim.data import pipeline
 from capsim.data.pipeline import READ_OPTIONS, training_dataset
 from capsim.encoders import scan_rnn
 from capsim.eval.ngram import Bleu, CiderD
-from capsim.train import mesh as mesh_lib
+from capsim.train import Trainer
 from capsim.train.checkpoint import Checkpointer
-from capsim.train.loop import make_optimizer, make_train_step
 from configs import i2ce_common, vtfn_common
 from i2ce_jax import model as i2ce_model
 from i2ce_jax import train as i2ce_train
@@ -267,26 +266,18 @@ def initial_losses(pair: TrainingPair, batch: HostBatch, seed: int = 0) -> tuple
 
 
 class JaxRunner:
-    """The library's train step, set up as capsim.train.loop.train_loop sets it up."""
+    """The library's train step: capsim.train.Trainer, as the papers' trainings build it."""
 
     def __init__(self, pair: TrainingPair):
-        config = pair.config
-        self.mesh = mesh_lib.make_data_mesh()
-        optimizer = nnx.Optimizer(pair.jax_model, make_optimizer(config), wrt=nnx.Param)
-        graphdef, state = nnx.split((pair.jax_model, optimizer))
-        self.state = mesh_lib.replicate(state, self.mesh)
-        self.train_step = make_train_step(graphdef, pair.loss_fn, self.mesh)
-        self.base_key = jax.random.key(config.seed)
+        self.trainer = Trainer(pair.config, pair.jax_model, pair.loss_fn)
         self.step = 0
 
     def __call__(self, batches: Sequence[HostBatch]) -> None:
         metrics = None
         for host_batch in batches:
-            batch = mesh_lib.global_batch(host_batch, self.mesh)
-            key = jax.random.fold_in(self.base_key, self.step)
-            self.state, metrics = self.train_step(self.state, batch, key)
+            metrics = self.trainer.step(self.trainer.global_batch(host_batch), self.step)
             self.step += 1
-        jax.block_until_ready((self.state, metrics))
+        jax.block_until_ready((self.trainer.state, metrics))
 
 
 class TorchRunner:
@@ -540,12 +531,12 @@ def measure_checkpoint_stall(*, rounds: int, sizes: Sizes = Sizes()) -> dict:
     """
     config = model_config(PARTS_MODEL, sizes)
     model = i2ce_model.build_model(config, sizes.vocab_for(PARTS_MODEL))
-    optimizer = nnx.Optimizer(model, make_optimizer(config), wrt=nnx.Param)
+    optimizer = Trainer(config, model, i2ce_model.make_loss_fn(config)).optimizer
     iterator = iter(grain.MapDataset.range(10).to_iter_dataset())
     size = sum(leaf.nbytes for leaf in jax.tree.leaves(nnx.state((model, optimizer))))
     with tempfile.TemporaryDirectory() as folder:
-        checkpoints = Checkpointer(Path(folder) / "checkpoints", max_to_keep=2)
-        items = dict(model=model, optimizer=optimizer, data_iterator=iterator)
+        checkpoints = Checkpointer(Path(folder) / "checkpoints", keep=2)
+        items = dict(model=model, optimizer=optimizer, data_state=iterator.get_state(), force=True)
         checkpoints.save(0, **items)  # warm-up
         checkpoints.wait()
         steps = itertools.count(1)
@@ -993,7 +984,7 @@ Command: `{command}`
   {st["warmup"]} warmup steps (JAX compilation excluded), batch {st["batch_size"]}. Ratio =
   JAX / PyTorch examples/s per round (above 1: JAX is faster); median, min and max over the
   rounds, with the load average before and after the row. JAX runs the library's jit-compiled
-  `make_train_step` over the data mesh; the reference is the PyTorch twin in
+  `capsim.train.Trainer`'s step over the data mesh; the reference is the PyTorch twin in
   `bench/torch_reference.py` (same sizes, weights, loss and optimizer; packed RNNs, so PAD steps
   are skipped there).
 - Batches: synthetic captions of {MIN_TOKENS}-{MAX_TOKENS} tokens padded to the config's max_len,

@@ -36,7 +36,7 @@ def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
 
 
 def trainer_defaults(config: ml_collections.ConfigDict) -> None:
-    """Fields of the shared training loop (capsim.train.loop), filled in place."""
+    """Fields of the shared training loop (capsim.train.Trainer), filled in place."""
     config.seed = 0
     config.batch_size = 128
     config.num_epochs = 4.0

@@ -27,7 +27,7 @@ from capsim.eval.evaluators import Evaluators, Subject
 from capsim.train import mesh as mesh_lib
 from capsim.train.checkpoint import restore_model
 from capsim.train.entry import run_training_cli
-from capsim.train.loop import steps_for_epochs, train_loop
+from capsim.train.trainer import Trainer, steps_for_epochs
 from capsim.train.writers import check_workdir, is_main_process
 from i2ce_jax.model import I2CEAutoencoder, build_model, make_loss_fn
 from i2ce_jax.scorer import VOCAB_FILE, I2CEScorer
@@ -170,7 +170,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
 
     evaluators = Evaluators(config.evals, subject_of)
     loss_fn = make_loss_fn(config, single_captions=single_caption_images(train) > 0)
-    result = train_loop(config, workdir, model, loss_fn, dataset, evaluators)
+    result = Trainer(config, model, loss_fn).fit(workdir, dataset, evaluators)
     restore_model(workdir, model)
     summary = {**result.summary(), **evaluators.report(subject_of(model))}
     if is_main_process():

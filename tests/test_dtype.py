@@ -10,8 +10,7 @@ from flax import nnx
 from jax.extend.core import jaxprs_in_params
 
 from capsim import encoders
-from capsim.train import mesh as mesh_lib
-from capsim.train.loop import make_optimizer, make_train_step
+from capsim.train import Trainer
 from configs import i2ce_common, vtfn_common
 from i2ce_jax import model as i2ce_model
 from vtfn_jax import model as vtfn_model
@@ -130,17 +129,13 @@ def test_bf16_loss_is_close_to_f32_and_logits_are_f32(which):
 @pytest.mark.parametrize("which", sorted(MODELS))
 def test_bf16_training_step_is_finite_and_keeps_f32_params(which):
     config, model, loss_fn, batch = MODELS[which]("bfloat16")
-    mesh = mesh_lib.make_data_mesh()
-    optimizer = nnx.Optimizer(model, make_optimizer(config), wrt=nnx.Param)
-    graphdef, state = nnx.split((model, optimizer))
-    step = make_train_step(graphdef, loss_fn, mesh)
-    state = mesh_lib.replicate(state, mesh)
-    batch = mesh_lib.global_batch({k: np.asarray(v) for k, v in batch.items()}, mesh)
+    trainer = Trainer(config, model, loss_fn)
+    batch = trainer.global_batch({k: np.asarray(v) for k, v in batch.items()})
     first = None
-    for i in range(3):
-        state, metrics = step(state, batch, jax.random.key(i))
+    for _ in range(3):
+        metrics = trainer.step(batch, 0)  # one key: only the parameters change between steps
         assert np.isfinite(float(metrics["loss"])), metrics
         first = first if first is not None else float(metrics["loss"])
-    trained, _ = nnx.merge(graphdef, state)
+    trained = trainer.local_model()
     assert _param_dtypes(trained) == {"float32"}
     assert float(metrics["loss"]) < first  # three steps on one batch move downhill

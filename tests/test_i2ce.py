@@ -195,3 +195,18 @@ def test_same_losses_on_one_and_eight_devices(tmp_path):
     eight = _losses_on(8, tmp_path / "eight")
     assert len(one) == 3
     np.testing.assert_allclose(eight, one, atol=1e-5, rtol=1e-5)
+
+
+def test_sequence_nll_matches_a_numpy_log_softmax():
+    """Summed over the real tokens of each caption, averaged over captions."""
+    from i2ce_jax.model import sequence_nll
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(2, 3, 5)).astype(np.float32)
+    targets = np.array([[1, 4, 0], [2, 2, 3]])
+    mask = np.array([[1, 1, 0], [1, 1, 1]], np.float32)
+    shifted = logits - logits.max(-1, keepdims=True)
+    log_probs = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
+    token_nll = -np.take_along_axis(log_probs, targets[..., None], -1)[..., 0]
+    expected = (token_nll * mask).sum(1).mean()
+    np.testing.assert_allclose(sequence_nll(logits, targets, mask), expected, rtol=1e-6)

@@ -58,8 +58,18 @@ if die_at >= 0 and jax.process_index() == int(os.environ.get("DIE_PROCESS", 0)):
 
     ocp.CheckpointManager.save = save_then_die
 
+if jax.process_index() == int(os.environ.get("BAD_SHAPE_PROCESS", -1)):
+    import jax.numpy as jnp
+    import test_trainer
+
+    def bad_shape_loss(model, batch, key):  # [B] @ [7, 2]: fails while tracing, here only
+        return jnp.mean(model(batch["x"]) @ jnp.ones((7, 2))), {}
+
+    test_trainer.mse = bad_shape_loss
+
 workdir, num_steps = sys.argv[1], int(sys.argv[2])
-model, _ = run(tiny_config(num_steps=num_steps, checkpoint_every=7, log_every=1), workdir)
+every = int(os.environ.get("CHECKPOINT_EVERY", 7))
+model, _ = run(tiny_config(num_steps=num_steps, checkpoint_every=every, log_every=1), workdir)
 if jax.process_index() == 0:
     params = nnx.to_pure_dict(nnx.state(model, nnx.Param))
     leaves = jax.tree_util.tree_leaves_with_path(params)

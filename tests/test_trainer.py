@@ -19,8 +19,8 @@ from flax import nnx
 
 from capsim.data.pipeline import training_dataset
 from capsim.errors import CheckpointError, DataFormatError
+from capsim.train import Trainer
 from capsim.train.checkpoint import find_model_checkpoint, restore_model
-from capsim.train.loop import train_loop
 
 TRUE_W = np.array([1.5, -2.0, 0.5], np.float32)
 
@@ -68,7 +68,7 @@ def tiny_config(**overrides) -> ml_collections.ConfigDict:
 
 
 class Periodic:
-    """A ``fn(model) -> metrics`` run every ``every`` steps (capsim.train.loop.PeriodicEval)."""
+    """A ``fn(model) -> metrics`` run every ``every`` steps (capsim.train.trainer.PeriodicEval)."""
 
     def __init__(self, fn, every=20):
         self.fn, self.every = fn, every
@@ -83,7 +83,7 @@ def run(config, workdir, evaluate=None, every=20, workers=0):
         len(INPUTS), make_batch, global_batch_size=config.batch_size, seed=1, workers=workers
     )
     periodic = Periodic(evaluate, every) if evaluate else None
-    return model, train_loop(config, workdir, model, mse, data, periodic)
+    return model, Trainer(config, model, mse).fit(workdir, data, periodic)
 
 
 def dev_eval(model):
@@ -99,7 +99,7 @@ def test_loss_falls_and_files_are_written(tmp_path):
     assert result.step == 60 and result.best_metric > -0.05
     assert json.loads((tmp_path / "config.json").read_text())["batch_size"] == 16
     assert list((tmp_path / "tensorboard").iterdir())
-    assert find_model_checkpoint(tmp_path).name == "best"
+    assert find_model_checkpoint(tmp_path).name == "checkpoints"
 
 
 def test_resume_continues_exactly(tmp_path):
@@ -265,7 +265,7 @@ def test_sigterm_saves_a_checkpoint_exits_0_and_the_run_resumes(tmp_path):
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=120)
     assert process.returncode == 0, stderr
-    assert "SIGTERM: saved a checkpoint at step" in stderr
+    assert "preempted (SIGTERM); saved a checkpoint at step" in stderr
     saved = int(stderr.split("checkpoint at step ")[1].split()[0])
     assert (tmp_path / "checkpoints" / str(saved)).is_dir()
     _, resumed = run(tiny_config(num_steps=saved + 10, checkpoint_every=10**9), tmp_path)
@@ -322,3 +322,20 @@ def test_batch_that_does_not_split_over_the_devices_is_a_clear_error(monkeypatch
     monkeypatch.setattr(mesh_lib.jax, "device_count", lambda: 8)
     with pytest.raises(ValueError, match=r"batch size 12 does not divide over 8 devices"):
         mesh_lib.local_batch_size(12)
+
+
+def test_device_prefetch_trains_the_same_batches_and_resumes_exactly(tmp_path):
+    """A batch placed on the device ahead of its step changes nothing: the same losses,
+    and the checkpointed iterator state is the trained batch's, not the prefetched one."""
+    _, plain = run(tiny_config(device_prefetch=0), tmp_path / "plain")
+    run(tiny_config(device_prefetch=2, num_steps=40), tmp_path / "ahead")
+    _, ahead = run(tiny_config(device_prefetch=2), tmp_path / "ahead")
+    np.testing.assert_allclose(_losses(tmp_path / "ahead"), _losses(tmp_path / "plain"), rtol=1e-6)
+    assert ahead.step == plain.step == 60
+
+
+def test_profile_steps_write_a_trace_into_the_workdir(tmp_path):
+    run(tiny_config(profile_steps="3:5"), tmp_path)
+    assert list((tmp_path / "profile").rglob("*.xplane.pb"))
+    with pytest.raises(ValueError, match=r"profile_steps='5:3'"):
+        run(tiny_config(profile_steps="5:3"), tmp_path / "bad")

@@ -28,7 +28,7 @@ from capsim.text import Vocab
 from capsim.train import mesh as mesh_lib
 from capsim.train.checkpoint import restore_model
 from capsim.train.entry import run_training_cli
-from capsim.train.loop import steps_for_epochs, train_loop
+from capsim.train.trainer import Trainer, steps_for_epochs
 from capsim.train.writers import check_workdir, is_main_process
 from vtfn_jax import baselines
 from vtfn_jax.data import VtfnData, prepare_data
@@ -114,7 +114,7 @@ def train_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData)
     )
     model = _model_for(config, data)
     evaluators = Evaluators(config.evals, lambda m: vtfn_subject(m, data))
-    result = train_loop(config, workdir, model, make_loss_fn(config), dataset, evaluators)
+    result = Trainer(config, model, make_loss_fn(config)).fit(workdir, dataset, evaluators)
     restore_model(workdir, model)
     summary = result.summary()
     return TokenEmbedder(model, data.vocab, _embed_text), image_embedder(model), summary

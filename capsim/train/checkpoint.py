@@ -1,10 +1,15 @@
 """Orbax checkpointing of model, optimizer, grain iterator and step, in one place.
 
-A checkpoint is an ``ocp.CheckpointManager`` step with up to four items:
+A checkpoint is a step of one ``ocp.CheckpointManager`` with up to four items:
 ``model`` and ``optimizer`` (pure-dict NNX states), ``data`` (the grain
-iterator's state, one JSON per process) and ``meta`` (JSON: step, metrics).
-Keeping the model in its own item lets a scorer restore it without building an
-optimizer. Restores go into abstract (shape/dtype) targets built from the config.
+iterator's state, one JSON per process) and ``meta`` (JSON: step). Keeping the
+model in its own item lets a scorer restore it without building an optimizer.
+Restores go into abstract (shape/dtype) targets built from the config.
+
+Which steps are written and kept is orbax's own policy: saves every
+``save_every`` steps or at an agreed preemption, plus the steps the trainer
+forces (evaluations, the last step); kept are the newest ``keep`` and the best
+evaluated step, ranked by ``SELECTION_KEY`` in the step's orbax metrics.
 """
 
 from __future__ import annotations
@@ -19,23 +24,28 @@ import grain
 import jax
 import orbax.checkpoint as ocp
 from flax import nnx
+from orbax.checkpoint import checkpoint_managers as policies
 
 from capsim.errors import CheckpointError
 
 CHECKPOINT_DIR = "checkpoints"
-BEST_DIR = "best"
+# Where workdirs written before the single manager kept their best model; still read.
+LEGACY_BEST_DIR = "best"
+# In a step's orbax metrics: the early-stopping metric, negated when lower is
+# better, so any reader ranks checkpoints without the run's config.
+SELECTION_KEY = "selection_score"
 
 
 class _IteratorSnapshot:
-    """A grain iterator's state taken now, for grain's checkpoint handler.
+    """A grain iterator's state as it was after a given batch, for grain's checkpoint handler.
 
-    Saves are asynchronous: the handler may run after the trainer has drawn more
-    batches, so it gets the state as it was at ``save`` (the JSON bytes grain
-    writes for a DatasetIterator), not the live iterator.
+    Saves are asynchronous and the trainer may have drawn batches ahead (device
+    prefetch), so the handler gets the state of the batch last trained on (the
+    JSON bytes grain writes for a DatasetIterator), not the live iterator.
     """
 
-    def __init__(self, iterator: grain.DatasetIterator):
-        self._state = json.dumps(iterator.get_state(), indent=4).encode()
+    def __init__(self, state: Mapping[str, Any]):
+        self._state = json.dumps(state, indent=4).encode()
 
     def get_state(self) -> bytes:
         return self._state
@@ -45,19 +55,86 @@ def _abstract(state: nnx.State) -> dict:
     return jax.tree.map(ocp.utils.to_shape_dtype_struct, nnx.to_pure_dict(state))
 
 
-class Checkpointer:
-    """Saves and restores training state under one directory."""
+def _selection_score(metrics: Mapping[str, float]) -> float:
+    return metrics[SELECTION_KEY]
 
-    def __init__(self, directory: str | Path, *, max_to_keep: int = 2, read_only: bool = False):
+
+def selection_metrics(metric: str, value: float, mode: str) -> dict[str, float]:
+    """The orbax metrics of an evaluated step: the metric and its ranking score."""
+    return {metric: value, SELECTION_KEY: value if mode == "max" else -value}
+
+
+class Checkpointer:
+    """Saves and restores training state under one directory, by orbax's policies.
+
+    ``save_every``: the fixed save interval (0: only forced and preemption saves);
+    ``keep``: the newest steps kept, besides the best evaluated one.
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        *,
+        keep: int = 2,
+        save_every: int = 0,
+        read_only: bool = False,
+    ):
         self.directory = Path(directory).absolute()
         if read_only:
-            options = ocp.CheckpointManagerOptions(read_only=True, save_interval_steps=0)
+            options = ocp.CheckpointManagerOptions(
+                read_only=True, save_interval_steps=0, best_fn=_selection_score
+            )
         else:
-            options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True)
-        self._manager = ocp.CheckpointManager(self.directory, options=options)
+            saves = [policies.PreemptionCheckpointingPolicy()]
+            if save_every:
+                saves.append(policies.FixedIntervalPolicy(save_every))
+            options = ocp.CheckpointManagerOptions(
+                create=True,
+                best_fn=_selection_score,  # best_step() ranks by the score
+                save_decision_policy=policies.AnySavePolicy(saves),
+                preservation_policy=policies.AnyPreservationPolicy(
+                    [
+                        policies.LatestN(n=keep),
+                        policies.BestN(
+                            get_metric_fn=_selection_score,
+                            n=1,
+                            keep_checkpoints_without_metrics=False,
+                        ),
+                    ]
+                ),
+            )
+            # The manager reads every step's metrics when it starts: a damaged one
+            # would stop it before restore_newest_usable could fall back past it.
+            _set_aside(self.directory, _steps_with_unreadable_metrics(self.directory))
+        try:
+            self._manager = ocp.CheckpointManager(self.directory, options=options)
+        except (ValueError, OSError) as error:  # UnicodeDecodeError is a ValueError
+            raise CheckpointError(
+                f"the checkpoints in {self.directory} do not read back: "
+                f"{type(error).__name__}: {error}"
+            ) from error
+        self._saved_metrics: dict[int, dict[str, float]] = {}
 
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
+
+    def best_step(self) -> int | None:
+        """The kept step with the best evaluation (orbax's ranking), None before the first."""
+        return self._manager.best_step()
+
+    def metrics(self, step: int) -> dict[str, float]:
+        """The orbax metrics saved with ``step`` ({} for a step saved without an evaluation).
+
+        Steps saved by this process are answered from memory, since a background
+        save may not have written its files yet.
+        """
+        if step not in self._saved_metrics:
+            self._saved_metrics[step] = dict(self._manager.metrics(step) or {})
+        return self._saved_metrics[step]
+
+    def reached_preemption(self, step: int) -> bool:
+        """True at the step every process agreed to save at after a preemption notice."""
+        return self._manager.reached_preemption(step)
 
     def save(
         self,
@@ -65,25 +142,38 @@ class Checkpointer:
         *,
         model: nnx.Module,
         optimizer: nnx.Optimizer | None = None,
-        data_iterator: grain.DatasetIterator | None = None,
-        meta: Mapping[str, Any] | None = None,
-    ) -> None:
-        """Starts saving ``step``. One process returns once the arrays are copied and
-        writes the files in the background (the next save, ``wait`` or ``close``
-        waits for them); a multi-process run waits here."""
+        data_state: Mapping[str, Any] | None = None,
+        metrics: Mapping[str, float] | None = None,
+        force: bool = False,
+    ) -> bool:
+        """Saves ``step`` when ``force`` or the save policy says so; returns whether it did.
+
+        One process returns once the arrays are copied and writes the files in the
+        background (the next save, ``wait`` or ``close`` waits for them); a
+        multi-process run waits here. ``metrics`` (``selection_metrics``) rank the step.
+        """
         items = {
             "model": ocp.args.StandardSave(nnx.to_pure_dict(nnx.state(model))),
-            "meta": ocp.args.JsonSave({"step": int(step), **dict(meta or {})}),
+            "meta": ocp.args.JsonSave({"step": int(step)}),
         }
         if optimizer is not None:
             items["optimizer"] = ocp.args.StandardSave(nnx.to_pure_dict(nnx.state(optimizer)))
-        if data_iterator is not None:
-            items["data"] = grain.checkpoint.CheckpointSave(_IteratorSnapshot(data_iterator))
-        self._manager.save(step, args=ocp.args.Composite(**items), force=True)
-        if jax.process_count() > 1:
+        if data_state is not None:
+            items["data"] = grain.checkpoint.CheckpointSave(_IteratorSnapshot(data_state))
+        metrics = dict(metrics or {})
+        saved = self._manager.save(
+            step, args=ocp.args.Composite(**items), metrics=metrics or None, force=force
+        )
+        if saved:
+            self._saved_metrics[step] = metrics
+        if saved and jax.process_count() > 1:
             # orbax 0.12's background finalize failed its check that every process
             # wrote array metadata in the 2-process tests; several processes wait.
             self._manager.wait_until_finished()
+        return saved
+
+    def should_save(self, step: int) -> bool:
+        return self._manager.should_save(step)
 
     def restore(
         self,
@@ -140,7 +230,8 @@ class Checkpointer:
                 )
                 continue
             if failures:
-                self._set_aside(damaged)
+                _set_aside(self.directory, damaged)
+                self._manager.reload()
                 logging.warning(
                     "restored step %d of %s after skipping: %s",
                     step,
@@ -153,19 +244,6 @@ class Checkpointer:
             "move the folder away to start again from step 0"
         )
 
-    def _set_aside(self, steps: list[int]) -> None:
-        """Renames damaged step folders to ``<step>.damaged``: kept for inspection, and out
-        of the way of the steps the resumed run saves again."""
-        for step in steps:
-            folder = self.directory / str(step)
-            if folder.exists():
-                target, n = folder.with_name(f"{step}.damaged"), 1
-                while target.exists():
-                    target, n = folder.with_name(f"{step}.damaged-{n}"), n + 1
-                folder.rename(target)
-                logging.warning("moved the damaged checkpoint to %s", target)
-        self._manager.reload()
-
     def wait(self) -> None:
         self._manager.wait_until_finished()
 
@@ -173,29 +251,58 @@ class Checkpointer:
         self._manager.close()
 
 
+def _steps_with_unreadable_metrics(directory: Path) -> list[int]:
+    """Steps under ``directory`` whose orbax metrics file is not JSON any more."""
+    damaged = []
+    for path in directory.glob("*/metrics/metrics"):
+        if not path.parent.parent.name.isdigit():
+            continue
+        try:
+            json.loads(path.read_text())
+        except (ValueError, OSError):
+            damaged.append(int(path.parent.parent.name))
+    return damaged
+
+
+def _set_aside(directory: Path, steps: list[int]) -> None:
+    """Renames damaged step folders to ``<step>.damaged``: kept for inspection, and out
+    of the way of the steps the resumed run saves again."""
+    for step in steps:
+        folder = directory / str(step)
+        if folder.exists():
+            target, n = folder.with_name(f"{step}.damaged"), 1
+            while target.exists():
+                target, n = folder.with_name(f"{step}.damaged-{n}"), n + 1
+            folder.rename(target)
+            logging.warning(
+                "checkpoint step %d in %s is damaged; moved it to %s", step, directory, target
+            )
+
+
 def find_model_checkpoint(path: str | Path) -> Path:
     """Resolves a workdir or checkpoint directory to the directory to restore a model from.
 
-    Accepts a training workdir (prefers ``best/``, then ``checkpoints/``) or a
-    manager directory itself. Raises CheckpointError naming the path otherwise.
+    Accepts a training workdir (``checkpoints/``; a workdir written before the
+    single manager has its best model in ``best/``, which wins) or a manager
+    directory itself. Raises CheckpointError naming the path otherwise.
     """
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"checkpoint path {path} does not exist")
-    for candidate in (path / BEST_DIR, path / CHECKPOINT_DIR, path):
+    for candidate in (path / LEGACY_BEST_DIR, path / CHECKPOINT_DIR, path):
         if candidate.is_dir() and any(p.name.isdigit() for p in candidate.iterdir()):
             return candidate
     raise CheckpointError(
-        f"{path} holds no checkpoint (expected numbered step folders in {path}, "
-        f"{path / BEST_DIR} or {path / CHECKPOINT_DIR})"
+        f"{path} holds no checkpoint (expected numbered step folders in {path} "
+        f"or {path / CHECKPOINT_DIR})"
     )
 
 
 def restore_model(path: str | Path, model: nnx.Module) -> dict[str, Any]:
-    """Loads the weights of a training workdir (``best/``, else ``checkpoints/``) or of a
-    checkpoint folder into ``model``, in place, and returns the checkpoint's metadata."""
+    """Loads the weights of a training workdir or checkpoint folder into ``model``, in
+    place: the best evaluated step, else the newest. Returns the checkpoint's metadata."""
     manager = Checkpointer(find_model_checkpoint(path), read_only=True)
     try:
-        return manager.restore(model=model)
+        return manager.restore(model=model, step=manager.best_step())
     finally:
         manager.close()

@@ -17,6 +17,7 @@ import jax
 import ml_collections
 
 from capsim.errors import CapsimError, DataFormatError
+from capsim.train.lock import check_workdir_free
 
 
 def is_main_process() -> bool:
@@ -58,7 +59,7 @@ def check_workdir(config: ml_collections.ConfigDict, workdir: str | Path) -> Pat
     """Creates ``workdir`` and checks, before any work, that a run can use it.
 
     Errors (CapsimError naming the folder or the keys): a workdir that cannot be
-    written; a ``config.json`` there from a run whose model or data keys differ
+    written; one a live run holds (capsim.train.lock); a ``config.json`` there from a run whose model or data keys differ
     from this config's (resuming would mix two models), unless the config sets
     ``allow_config_change`` (``--config.allow_config_change=True``).
     """
@@ -69,6 +70,7 @@ def check_workdir(config: ml_collections.ConfigDict, workdir: str | Path) -> Pat
             pass  # a name of its own per process: hosts sharing the workdir do not collide
     except OSError as error:
         raise CapsimError(f"workdir {workdir} is not writable ({error.strerror})") from error
+    check_workdir_free(workdir)  # a live run there: refused before any data is read
     saved_file = workdir / "config.json"
     if saved_file.exists() and not config.get("allow_config_change", False):
         saved = _model_defining(json.loads(saved_file.read_text()))
@@ -184,8 +186,14 @@ class Progress:
         self._last_done = first
         self._last_time = time.perf_counter()
 
-    def report(self, done: int, final: bool = False, **numbers: float) -> float | None:
-        """Prints the line; returns items/s since the previous line (None when throttled)."""
+    def report(
+        self, done: int, final: bool = False, input_wait_s: float | None = None, **numbers: float
+    ) -> float | None:
+        """Prints the line; returns items/s since the previous line (None when throttled).
+
+        ``input_wait_s``: seconds of that interval spent waiting for input, shown as
+        a share (``input 3%``), so a slow input pipeline shows itself.
+        """
         now = time.perf_counter()
         seconds = max(now - self._last_time, 1e-9)
         if not final and seconds < self.min_interval_s:
@@ -196,6 +204,8 @@ class Progress:
         self._last_done, self._last_time = done, now
         parts = [f"{self.prefix}{self.unit} {done}/{self.total}"]
         parts += [f"{name} {value:.4f}" for name, value in numbers.items()]
+        if input_wait_s is not None:
+            parts.append(f"input {100 * input_wait_s / seconds:.0f}%")
         parts += [f"{items_per_s:,.1f} {self.item}/s", f"ETA {_format_seconds(eta)}"]
         if is_main_process():
             print("  ".join(parts), file=sys.stderr, flush=True)
@@ -208,15 +218,16 @@ def _format_seconds(seconds: float) -> str:
 
 
 _CHATTY_LIBRARIES = ("/orbax/", "/grain/", "/jax/", "/flax/", "/etils/")
-# Orbax warns on every read-only restore that it will not create the folder.
-_READ_ONLY_NOTICES = ("read_only=True", "directory is read only")
+# Orbax warns on every read-only restore that it will not create the folder,
+# and on every save without an evaluation that no metrics came with it.
+_ROUTINE_ORBAX_NOTICES = ("read_only=True", "directory is read only", "did not provide metrics")
 
 
 class _QuietFilter(logging.Filter):
-    """Drops INFO from orbax, grain and jax, and orbax's read-only notices."""
+    """Drops INFO from orbax, grain and jax, and orbax's routine notices."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if any(notice in record.getMessage() for notice in _READ_ONLY_NOTICES):
+        if any(notice in record.getMessage() for notice in _ROUTINE_ORBAX_NOTICES):
             return False
         return record.levelno >= logging.WARNING or not any(
             lib in record.pathname for lib in _CHATTY_LIBRARIES

@@ -29,7 +29,7 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
-from flax import nnx
+from flax import nnx, traverse_util
 
 from capsim import text
 from capsim.encoders import RNNEncoder
@@ -60,29 +60,6 @@ def _encoder(
     )
 
 
-def _flatten(tree: dict, prefix: str = "") -> dict[str, Any]:
-    """{"a": {"b": x}} -> {"a/b": x}."""
-    flat = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(_flatten(value, f"{name}/"))
-        else:
-            flat[name] = value
-    return flat
-
-
-def _unflatten(flat: dict[str, np.ndarray]) -> dict:
-    tree: dict = {}
-    for name, value in flat.items():
-        *parents, leaf = name.split("/")
-        node = tree
-        for part in parents:
-            node = node.setdefault(part, {})
-        node[leaf] = value
-    return tree
-
-
 def training_sources(meta: dict[str, Any]) -> list[str]:
     """The caption sources a packaged model was trained on (capsim.data.sources names)."""
     data = meta["config"]["data"]
@@ -102,7 +79,9 @@ def export(workdir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     restore_model(workdir, model)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    params = _flatten(nnx.to_pure_dict(nnx.state(model.encoder, nnx.Param)))
+    params = traverse_util.flatten_dict(
+        nnx.to_pure_dict(nnx.state(model.encoder, nnx.Param)), sep="/"
+    )
     np.savez(out_dir / WEIGHTS_FILE, **{k: np.asarray(v) for k, v in params.items()})
     vocab.save(out_dir / VOCAB_FILE)
     results_file = workdir / "results.json"
@@ -145,7 +124,9 @@ def load(name: str | Path = DEFAULT) -> tuple[RNNEncoder, text.Vocab, dict[str, 
         )
     )
     state = nnx.state(encoder, nnx.Param)
-    expected = {k: v.shape for k, v in _flatten(nnx.to_pure_dict(state)).items()}
+    expected = {
+        k: v.shape for k, v in traverse_util.flatten_dict(nnx.to_pure_dict(state), sep="/").items()
+    }
     try:
         with np.load(model_dir / WEIGHTS_FILE) as file:
             weights = {k: jnp.asarray(file[k]) for k in file.files}
@@ -157,7 +138,7 @@ def load(name: str | Path = DEFAULT) -> tuple[RNNEncoder, text.Vocab, dict[str, 
             f"{model_dir / WEIGHTS_FILE} does not match {META_FILE}: arrays {found}, "
             f"expected {expected}"
         )
-    nnx.replace_by_pure_dict(state, _unflatten(weights))
+    nnx.replace_by_pure_dict(state, traverse_util.unflatten_dict(weights, sep="/"))
     nnx.update(encoder, state)
     encoder.eval()
     return encoder, vocab, meta

@@ -9,7 +9,7 @@ that predicts ``</S>``), run from the zero state. For PinModelA that means no
 image at evaluation time: the test sentences (STS, held-out captions) have none,
 and the paper compares text-only embeddings.
 
-Training uses the shared ``train_loop`` on the harness's training captions
+Training uses the shared ``Trainer`` on the harness's training captions
 (``data.splits["train"]``, so ``captions_per_image`` applies as for VTFN), with
 checkpoints and early stopping on the dev same-image AUC, as VTFN does; the dev
 perplexity is logged beside it.
@@ -35,7 +35,7 @@ from capsim.encoders import RNNEncoder, scan_rnn, zero_carry
 from capsim.eval.evaluators import Evaluators, Subject
 from capsim.text import EOS_ID
 from capsim.train.checkpoint import restore_model
-from capsim.train.loop import steps_for_epochs, train_loop
+from capsim.train.trainer import Trainer, steps_for_epochs
 from vtfn_jax.data import VtfnData
 from vtfn_jax.embedders import TokenEmbedder
 
@@ -209,7 +209,7 @@ def _train(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, wit
     )
     model = build_language_model(config, data, with_image)
     evaluators = Evaluators(config.evals, lambda m: subject_of(m, data, with_image))
-    result = train_loop(config, workdir, model, make_lm_loss(with_image), dataset, evaluators)
+    result = Trainer(config, model, make_lm_loss(with_image)).fit(workdir, dataset, evaluators)
     restore_model(workdir, model)
     metric = config.early_stopping.metric
     # A resumed, already finished run has no history of its own, hence the default.

@@ -1,0 +1,406 @@
+"""``Trainer``: the one place a step is trained, for every model in the library.
+
+A model-specific ``loss_fn(model, batch, key) -> (loss, metrics)`` is all a paper
+package supplies. The step is a pure function over ``(graphdef, state)`` so the
+jit shardings and orbax see plain pytrees; it is compiled over a 1-D data mesh
+(batch sharded, parameters replicated) with the state donated. ``Trainer.fit``
+runs the loop with its hooks: log, evaluate, checkpoint (orbax's policies, see
+capsim.train.checkpoint), early stopping on orbax's best step, preemption and
+peer failures (capsim.train.faults), an optional profiler trace.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import math
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import grain
+import jax
+import ml_collections
+import numpy as np
+import optax
+from flax import nnx
+
+from capsim.errors import CheckpointError
+from capsim.train import mesh as mesh_lib
+from capsim.train.checkpoint import (
+    CHECKPOINT_DIR,
+    LEGACY_BEST_DIR,
+    Checkpointer,
+    selection_metrics,
+)
+from capsim.train.faults import Preemption, exit_on_failure
+from capsim.train.lock import hold_workdir
+from capsim.train.writers import MetricWriter, Progress, save_config
+
+LossFn = Callable[[nnx.Module, Mapping[str, jax.Array], jax.Array], tuple[jax.Array, dict]]
+
+
+class PeriodicEval(Protocol):
+    """What the loop evaluates during training (capsim.eval.evaluators.Evaluators is one).
+
+    ``every``: steps between evaluations; ``during_training`` returns the numbers due
+    at ``step`` (``last`` is the final step), keyed like ``"dev/same_image_auc"``.
+    """
+
+    every: int
+
+    def during_training(self, model: nnx.Module, step: int, last: bool) -> Mapping[str, float]: ...
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a run did: the final step, its eval history and why it stopped."""
+
+    step: int
+    eval_history: list[dict[str, float]]
+    best_metric: float | None
+    stopped_early: bool
+    last_loss: float
+    examples_per_second: float
+    metric_name: str
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready facts of the run, e.g. for results.json (best metric as ``best_dev_...``)."""
+        return {
+            "steps": self.step,
+            "stopped_early": self.stopped_early,
+            f"best_{self.metric_name.replace('/', '_')}": self.best_metric,
+            "train_examples_per_second": self.examples_per_second,
+        }
+
+
+def steps_for_epochs(config: ml_collections.ConfigDict, num_examples: int) -> int:
+    """``config.num_steps``, derived from ``num_epochs`` over ``num_examples`` when it is -1."""
+    if config.num_steps < 0:
+        config.num_steps = math.ceil(config.num_epochs * num_examples / config.batch_size)
+    return config.num_steps
+
+
+def make_optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransformation:
+    """Adam with exponential learning-rate decay, optional L2 and gradient clipping.
+
+    Config keys (``config.optimizer``): learning_rate, decay_rate, decay_steps,
+    l2 (coupled L2 penalty, added to the gradient as in the VTFN paper), clip_norm.
+    """
+    opt = config.optimizer
+    schedule = optax.exponential_decay(
+        opt.learning_rate, transition_steps=max(opt.decay_steps, 1), decay_rate=opt.decay_rate
+    )
+    parts = []
+    if opt.clip_norm:
+        parts.append(optax.clip_by_global_norm(opt.clip_norm))
+    if opt.l2:
+        parts.append(optax.add_decayed_weights(opt.l2))
+    parts.append(optax.adam(schedule))
+    return optax.chain(*parts)
+
+
+def trainable(config: ml_collections.ConfigDict) -> nnx.filterlib.Filter:
+    """The parameters training updates: all but those whose path names one of
+    ``optimizer.frozen`` (e.g. ``("embed",)`` keeps pretrained word vectors as they are)."""
+    frozen = tuple(config.optimizer.get("frozen", ()))
+    if not frozen:
+        return nnx.Param
+    return nnx.All(nnx.Param, nnx.Not(nnx.Any(*(nnx.PathContains(name) for name in frozen))))
+
+
+def _compile_step(
+    graphdef: nnx.GraphDef, loss_fn: LossFn, mesh: jax.sharding.Mesh, wrt: nnx.filterlib.Filter
+):
+    """One optimisation step over the mesh, differentiating the ``wrt`` parameters; the
+    state is donated."""
+    replicated = mesh_lib.replicated(mesh)
+
+    def train_step(state: nnx.State, batch: Mapping[str, jax.Array], key: jax.Array):
+        model, optimizer = nnx.merge(graphdef, state)
+        model.train()
+
+        def loss_of(m: nnx.Module):
+            return loss_fn(m, batch, key)
+
+        grad_fn = nnx.value_and_grad(loss_of, argnums=nnx.DiffState(0, wrt), has_aux=True)
+        (loss, metrics), grads = grad_fn(model)
+        optimizer.update(model, grads)
+        metrics = {"loss": loss, **metrics, "grad_norm": optax.tree.norm(grads)}
+        return nnx.state((model, optimizer)), metrics
+
+    return jax.jit(
+        train_step,
+        in_shardings=(replicated, mesh_lib.data_sharding(mesh), replicated),
+        out_shardings=(replicated, replicated),
+        donate_argnums=0,
+    )
+
+
+def _profile_range(spec: str) -> tuple[int, int] | None:
+    """``"A:B"`` -> (A, B): trace steps A+1 .. B; "" -> None."""
+    if not spec:
+        return None
+    try:
+        start, stop = (int(part) for part in spec.split(":"))
+    except ValueError:
+        raise ValueError(
+            f"profile_steps={spec!r}: expected 'A:B' with A < B, e.g. '10:20'"
+        ) from None
+    if not 0 <= start < stop:
+        raise ValueError(f"profile_steps={spec!r}: expected 'A:B' with 0 <= A < B")
+    return start, stop
+
+
+def default_prefetch() -> int:
+    """Batches put on the device ahead of the step: 1 on accelerators, 0 on CPU, where the
+    host is the device (bench/device_prefetch.py: 1.06x, min 0.97, max 1.10; noise)."""
+    return 0 if jax.default_backend() == "cpu" else 1
+
+
+class Trainer:
+    """Owns the optimizer, the train state with its shardings and the compiled step.
+
+    ``Trainer(config, model, loss_fn)`` is enough for one step (``step``, the
+    benches); ``fit`` adds the loop. Config keys: seed, batch_size, num_steps,
+    log_every, checkpoint_every, optimizer.* (``optimizer.frozen``: see
+    ``trainable``), early_stopping.{metric, mode, patience}, and optionally
+    profile_steps ("A:B") and device_prefetch (batches ahead; ``default_prefetch``).
+    """
+
+    def __init__(
+        self,
+        config: ml_collections.ConfigDict,
+        model: nnx.Module,
+        loss_fn: LossFn,
+        mesh: jax.sharding.Mesh | None = None,
+    ):
+        self.config = config
+        self.model = model
+        self.mesh = mesh or mesh_lib.make_data_mesh()
+        mesh_lib.local_batch_size(config.batch_size)  # validates divisibility early
+        wrt = trainable(config)
+        self.optimizer = nnx.Optimizer(model, make_optimizer(config), wrt=wrt)
+        self.graphdef, _ = nnx.split((model, self.optimizer))
+        self.place_state()
+        self.train_step = _compile_step(self.graphdef, loss_fn, self.mesh, wrt)
+        self.base_key = jax.random.key(config.seed)
+
+    def place_state(self) -> None:
+        """The live model and optimizer, replicated over the mesh as the step's state."""
+        self.state = mesh_lib.replicate(nnx.state((self.model, self.optimizer)), self.mesh)
+
+    def global_batch(self, local: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
+        return mesh_lib.global_batch(local, self.mesh)
+
+    def step(self, batch: Mapping[str, jax.Array], step: int) -> dict[str, jax.Array]:
+        """Trains one step on a global batch (``global_batch``); ``step`` seeds its key."""
+        self.state, metrics = self.train_step(
+            self.state, batch, jax.random.fold_in(self.base_key, step)
+        )
+        return metrics
+
+    def sync_objects(self) -> None:
+        """The (replicated) train state back into the live model and optimizer."""
+        nnx.update((self.model, self.optimizer), self.state)
+
+    def local_model(self) -> nnx.Module:
+        """A copy of the model on this process's devices only, for host-side evaluation."""
+        eval_model, _ = nnx.merge(self.graphdef, mesh_lib.to_local(self.state))
+        eval_model.eval()
+        return eval_model
+
+    def device_batches(
+        self, data_iter: grain.DatasetIterator
+    ) -> Iterator[tuple[dict, dict, float]]:
+        """(global batch, the iterator's state after it, seconds waited for it), with
+        ``device_prefetch`` batches already on the device while a step runs."""
+        ahead = collections.deque()
+        depth = 1 + self.config.get("device_prefetch", default_prefetch())
+        while True:
+            waited = time.perf_counter()
+            while len(ahead) < depth:
+                ahead.append((self.global_batch(next(data_iter)), data_iter.get_state()))
+            batch, state = ahead.popleft()
+            yield batch, state, time.perf_counter() - waited
+
+    def fit(
+        self,
+        workdir: str | Path,
+        train_data: grain.IterDataset,
+        evaluate: PeriodicEval | None = None,
+    ) -> TrainResult:
+        """Trains the model in place, resuming from ``workdir/checkpoints`` when present.
+
+        With ``evaluate``, every evaluation is saved as a checkpoint ranked by
+        ``early_stopping.metric``; orbax keeps the best one, and training stops
+        after ``patience`` evaluations without a gain (0 never stops).
+        """
+        workdir = Path(workdir)
+        workdir.mkdir(parents=True, exist_ok=True)
+        with hold_workdir(workdir):
+            return _Run(self, workdir, train_data, evaluate).loop()
+
+
+class _Run:
+    """One call of ``Trainer.fit``: the loop and the state only it needs."""
+
+    def __init__(self, trainer: Trainer, workdir: Path, train_data, evaluate):
+        config = trainer.config
+        if (workdir / LEGACY_BEST_DIR).is_dir():
+            raise CheckpointError(
+                f"{workdir} was written by an older version that kept its best model apart in "
+                f"{workdir / LEGACY_BEST_DIR}; scorers still read it, but training now keeps "
+                f"the best step in {workdir / CHECKPOINT_DIR}. To train on, move the folder away "
+                f"(mv {workdir / LEGACY_BEST_DIR} {workdir}/best.old): the run resumes from "
+                f"{CHECKPOINT_DIR}/ and early stopping counts again from the next evaluation"
+            )
+        save_config(config, workdir)
+        self.trainer, self.config, self.workdir = trainer, config, workdir
+        self.evaluate = evaluate
+        self.every = evaluate.every if evaluate else 0
+        self.stopping = config.early_stopping
+        self.checkpoints = Checkpointer(
+            workdir / CHECKPOINT_DIR, keep=2, save_every=config.checkpoint_every
+        )
+        self.data_iter = iter(train_data)
+        self.step = 0
+        if self.checkpoints.latest_step() is not None:
+            self.step = self.checkpoints.restore_newest_usable(
+                model=trainer.model, optimizer=trainer.optimizer, data_iterator=self.data_iter
+            )["step"]
+            trainer.place_state()
+            logging.info("resumed from %s at step %d", self.checkpoints.directory, self.step)
+        self.profile = _profile_range(config.get("profile_steps", ""))
+
+    # Early stopping, read from orbax's bookkeeping of the evaluated checkpoints.
+    def best_value(self) -> float | None:
+        best = self.checkpoints.best_step()
+        return None if best is None else self.checkpoints.metrics(best)[self.stopping.metric]
+
+    def should_stop(self) -> bool:
+        """``patience`` evaluations (every ``every`` steps) since orbax's best step."""
+        best = self.checkpoints.best_step()
+        if not (self.stopping.patience and self.every) or best is None:
+            return False
+        return self.step // self.every - best // self.every >= self.stopping.patience
+
+    def describe_checkpoint(self) -> str:
+        latest = self.checkpoints.latest_step()
+        return f"the last checkpoint (step {latest}) in {self.checkpoints.directory}"
+
+    def _check_finite(self, loss: float) -> None:
+        """Stops a diverged run, naming the step and the last good checkpoint."""
+        if not np.isfinite(loss):
+            self.checkpoints.wait()
+            raise FloatingPointError(
+                f"loss became {loss} at step {self.step}; stopping. The last good "
+                f"checkpoint (step {self.checkpoints.latest_step()}) is in "
+                f"{self.checkpoints.directory}. Try a lower learning rate or clip_norm."
+            )
+
+    def _start_trace(self) -> None:
+        """Starts the profiler before step A+1 of ``profile_steps="A:B"``."""
+        if self.profile and self.step == self.profile[0]:
+            jax.profiler.start_trace(str(self.workdir / "profile"))
+
+    def _stop_trace(self, metrics: Mapping[str, jax.Array]) -> None:
+        """Stops it once step B has run (``metrics`` waited for, so the trace holds it)."""
+        if self.profile and self.step == self.profile[1]:
+            jax.block_until_ready(metrics)
+            jax.profiler.stop_trace()
+            logging.warning(
+                "profiler trace of steps %d-%d in %s (TensorBoard or Perfetto opens it)",
+                self.profile[0] + 1,
+                self.profile[1],
+                self.workdir / "profile",
+            )
+
+    def loop(self) -> TrainResult:
+        trainer, config = self.trainer, self.config
+        metric = self.stopping.metric
+        writer = MetricWriter(self.workdir, resume_step=self.step)
+        progress = Progress(config.num_steps, per_unit=config.batch_size, first=self.step)
+        history: list[dict[str, float]] = []
+        last_loss, speeds, waited = math.nan, [], 0.0
+        batches = trainer.device_batches(self.data_iter)
+        preemption = Preemption(self.checkpoints.reached_preemption)
+        with exit_on_failure(self.describe_checkpoint):
+            # A stopped run stays stopped.
+            while self.step < config.num_steps and not self.should_stop():
+                batch, data_state, seconds = next(batches)
+                waited += seconds
+                self._start_trace()
+                with jax.profiler.StepTraceAnnotation("train", step_num=self.step + 1):
+                    metrics = trainer.step(batch, self.step)
+                self.step += 1
+                self._stop_trace(metrics)
+                done = self.step == config.num_steps
+                if self.step % config.log_every == 0 or done:
+                    scalars = {k: float(v) for k, v in mesh_lib.to_local(metrics).items()}
+                    last_loss = scalars["loss"]
+                    self._check_finite(last_loss)
+                    speeds.append(
+                        progress.report(self.step, final=done, input_wait_s=waited, loss=last_loss)
+                    )
+                    waited = 0.0
+                    scalars["examples_per_second"] = speeds[-1]
+                    writer.write(self.step, {f"train/{k}": v for k, v in scalars.items()})
+                results = {}
+                if self.every and (self.step % self.every == 0 or done):
+                    due = self.evaluate.during_training(trainer.local_model(), self.step, done)
+                    results = {k: float(v) for k, v in due.items()}
+                if results:
+                    history.append({"step": self.step, **results})
+                    writer.write(self.step, results)
+                    logging.info("step %d eval %s", self.step, results)
+                evaluated = metric in results
+                preempted = preemption.reached(self.step)  # every step, on every process
+                # Forced saves: evaluations (ranked for the best step), the last step and
+                # a preemption; orbax's policy adds its interval.
+                if evaluated or done or preempted or self.checkpoints.should_save(self.step):
+                    trainer.sync_objects()
+                    self.checkpoints.save(
+                        self.step,
+                        model=trainer.model,
+                        optimizer=trainer.optimizer,
+                        data_state=data_state,
+                        metrics=selection_metrics(metric, results[metric], self.stopping.mode)
+                        if evaluated
+                        else None,
+                        force=True,
+                    )  # written in the background while training goes on (Checkpointer.save)
+                if preempted:
+                    self._stop_preempted(writer)
+                if self.should_stop():
+                    logging.info("early stopping at step %d: %s did not improve", self.step, metric)
+                    break
+        preemption.close()
+        nnx.update((trainer.model, trainer.optimizer), mesh_lib.to_local(trainer.state))
+        trainer.model.eval()
+        writer.close()
+        best, stopped_early = self.best_value(), self.should_stop()
+        self.checkpoints.close()
+        return TrainResult(
+            step=self.step,
+            eval_history=history,
+            best_metric=best,
+            stopped_early=stopped_early,
+            last_loss=last_loss,
+            examples_per_second=float(np.median(speeds)) if speeds else math.nan,
+            metric_name=metric,
+        )
+
+    def _stop_preempted(self, writer: MetricWriter) -> None:
+        self.checkpoints.wait()
+        writer.close()
+        print(
+            f"process {jax.process_index()}: preempted (SIGTERM); saved a checkpoint at step "
+            f"{self.step} in {self.checkpoints.directory}; rerun the same command to resume",
+            file=sys.stderr,
+            flush=True,
+        )
+        sys.exit(0)
