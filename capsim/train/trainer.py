@@ -328,57 +328,63 @@ class _Run:
         last_loss, speeds, waited = math.nan, [], 0.0
         batches = trainer.device_batches(self.data_iter)
         preemption = Preemption(self.checkpoints.reached_preemption)
-        with exit_on_failure(self.describe_checkpoint):
-            # A stopped run stays stopped.
-            while self.step < config.num_steps and not self.should_stop():
-                batch, data_state, seconds = next(batches)
-                waited += seconds
-                self._start_trace()
-                with jax.profiler.StepTraceAnnotation("train", step_num=self.step + 1):
-                    metrics = trainer.step(batch, self.step)
-                self.step += 1
-                self._stop_trace(metrics)
-                done = self.step == config.num_steps
-                if self.step % config.log_every == 0 or done:
-                    scalars = {k: float(v) for k, v in mesh_lib.to_local(metrics).items()}
-                    last_loss = scalars["loss"]
-                    self._check_finite(last_loss)
-                    speeds.append(
-                        progress.report(self.step, final=done, input_wait_s=waited, loss=last_loss)
-                    )
-                    waited = 0.0
-                    scalars["examples_per_second"] = speeds[-1]
-                    writer.write(self.step, {f"train/{k}": v for k, v in scalars.items()})
-                results = {}
-                if self.every and (self.step % self.every == 0 or done):
-                    due = self.evaluate.during_training(trainer.local_model(), self.step, done)
-                    results = {k: float(v) for k, v in due.items()}
-                if results:
-                    history.append({"step": self.step, **results})
-                    writer.write(self.step, results)
-                    logging.info("step %d eval %s", self.step, results)
-                evaluated = metric in results
-                preempted = preemption.reached(self.step)  # every step, on every process
-                # Forced saves: evaluations (ranked for the best step), the last step and
-                # a preemption; orbax's policy adds its interval.
-                if evaluated or done or preempted or self.checkpoints.should_save(self.step):
-                    trainer.sync_objects()
-                    self.checkpoints.save(
-                        self.step,
-                        model=trainer.model,
-                        optimizer=trainer.optimizer,
-                        data_state=data_state,
-                        metrics=selection_metrics(metric, results[metric], self.stopping.mode)
-                        if evaluated
-                        else None,
-                        force=True,
-                    )  # written in the background while training goes on (Checkpointer.save)
-                if preempted:
-                    self._stop_preempted(writer)
-                if self.should_stop():
-                    logging.info("early stopping at step %d: %s did not improve", self.step, metric)
-                    break
-        preemption.close()
+        try:
+            with exit_on_failure(self.describe_checkpoint):
+                # A stopped run stays stopped.
+                while self.step < config.num_steps and not self.should_stop():
+                    batch, data_state, seconds = next(batches)
+                    waited += seconds
+                    self._start_trace()
+                    with jax.profiler.StepTraceAnnotation("train", step_num=self.step + 1):
+                        metrics = trainer.step(batch, self.step)
+                    self.step += 1
+                    self._stop_trace(metrics)
+                    done = self.step == config.num_steps
+                    if self.step % config.log_every == 0 or done:
+                        scalars = {k: float(v) for k, v in mesh_lib.to_local(metrics).items()}
+                        last_loss = scalars["loss"]
+                        self._check_finite(last_loss)
+                        speeds.append(
+                            progress.report(
+                                self.step, final=done, input_wait_s=waited, loss=last_loss
+                            )
+                        )
+                        waited = 0.0
+                        scalars["examples_per_second"] = speeds[-1]
+                        writer.write(self.step, {f"train/{k}": v for k, v in scalars.items()})
+                    results = {}
+                    if self.every and (self.step % self.every == 0 or done):
+                        due = self.evaluate.during_training(trainer.local_model(), self.step, done)
+                        results = {k: float(v) for k, v in due.items()}
+                    if results:
+                        history.append({"step": self.step, **results})
+                        writer.write(self.step, results)
+                        logging.info("step %d eval %s", self.step, results)
+                    evaluated = metric in results
+                    preempted = preemption.reached(self.step)  # every step, on every process
+                    # Forced saves: evaluations (ranked for the best step), the last step and
+                    # a preemption; orbax's policy adds its interval.
+                    if evaluated or done or preempted or self.checkpoints.should_save(self.step):
+                        trainer.sync_objects()
+                        self.checkpoints.save(
+                            self.step,
+                            model=trainer.model,
+                            optimizer=trainer.optimizer,
+                            data_state=data_state,
+                            metrics=selection_metrics(metric, results[metric], self.stopping.mode)
+                            if evaluated
+                            else None,
+                            force=True,
+                        )  # written in the background while training goes on (Checkpointer.save)
+                    if preempted:
+                        self._stop_preempted(writer)
+                    if self.should_stop():
+                        logging.info(
+                            "early stopping at step %d: %s did not improve", self.step, metric
+                        )
+                        break
+        finally:
+            preemption.close()  # SIGTERM back to its previous handler, however the loop ends
         nnx.update((trainer.model, trainer.optimizer), mesh_lib.to_local(trainer.state))
         trainer.model.eval()
         writer.close()
