@@ -27,7 +27,8 @@ from capsim.eval.evaluators import Evaluators, Subject
 from capsim.train import mesh as mesh_lib
 from capsim.train.checkpoint import restore_model
 from capsim.train.entry import run_training_cli
-from capsim.train.trainer import Trainer, steps_for_epochs
+from capsim.train.optimizer import steps_for_epochs
+from capsim.train.trainer import Trainer
 from capsim.train.writers import check_workdir, is_main_process
 from i2ce_jax.model import I2CEAutoencoder, build_model, make_loss_fn
 from i2ce_jax.scorer import VOCAB_FILE, I2CEScorer

@@ -93,7 +93,7 @@ def test_every_config_builds_its_kind_with_vtfn_data_and_eval_keys():
     vtfn = vtfn_common.vtfn_config("runlocal", encoder="gru", source="files")
     for name, kind in CONFIGS.items():
         config = baseline(name, "runlocal")
-        assert config.model.kind == kind and kind in train.KINDS
+        assert config.model.kind == kind and kind in train.TRAINERS
         assert config.data.to_dict() == vtfn.data.to_dict()
         evals = {k: v for k, v in config.evals.to_dict().items() if k != "dev_perplexity"}
         assert evals == vtfn.evals.to_dict()

@@ -15,6 +15,7 @@ from capsim.embed import bucket_length
 from capsim.errors import CaptionError, CheckpointError, DataFormatError
 from i2ce_jax import pretrained
 from i2ce_jax import score as score_cli
+from i2ce_jax.pretrained import rebuild
 from i2ce_jax.scorer import I2CEScorer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -202,7 +203,7 @@ def test_scoring_input_errors_name_the_id(scorer):
 @requires_glove
 def test_rebuild_command_runs_at_runlocal_size(tmp_path):
     out = tmp_path / "model"
-    pretrained.main(
+    rebuild.main(
         [
             "--name",
             "base",

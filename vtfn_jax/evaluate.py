@@ -25,7 +25,8 @@ from capsim.eval.correlation import format_table, results_rows
 from capsim.eval.evaluators import Evaluators
 from capsim.train.entry import run_command
 from vtfn_jax.sentence_encoder import SentenceEncoder
-from vtfn_jax.train import evaluate_encoder, run_data, saved_data
+from vtfn_jax.train import evaluate_encoder
+from vtfn_jax.workdir import run_data, saved_data
 
 # Where the sentence-similarity sets live under a data_dir (see README, Real data).
 STS_DIR = "sts"

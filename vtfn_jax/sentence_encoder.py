@@ -23,6 +23,7 @@ import numpy as np
 from capsim import text
 from capsim.errors import CaptionError, CheckpointError
 from capsim.train.writers import Progress, load_config
+from vtfn_jax import workdir as vtfn_workdir
 from vtfn_jax.embedders import Embedder
 
 logger = logging.getLogger(__name__)
@@ -54,15 +55,13 @@ class SentenceEncoder:
         A missing or damaged workdir raises CheckpointError naming it; a missing
         optional extra (gensim, the GloVe package) raises ImportError naming the extra.
         """
-        from vtfn_jax import train  # train builds its evaluation subjects from this class
-
         workdir = Path(workdir)
         if not workdir.is_dir():
             raise CheckpointError(f"workdir {workdir} does not exist")
         try:
             config = load_config(workdir)
-            data = train.saved_data(config, workdir)
-            embedder, embed_images = train.load_kind(config, workdir, data)
+            data = vtfn_workdir.saved_data(config, workdir)
+            embedder, embed_images = vtfn_workdir.load_kind(config, workdir, data)
         except (CheckpointError, ImportError):
             raise
         except Exception as error:  # bad JSON, a foreign config, unreadable vectors, ...

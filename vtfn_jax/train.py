@@ -11,36 +11,36 @@ from __future__ import annotations
 
 import functools
 import json
-import logging
 from collections.abc import Callable
 from pathlib import Path
 
-import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
-from capsim.data import glove
-from capsim.data.corpus import CaptionSplit, encode_corpus
+from capsim.data.corpus import CaptionSplit
 from capsim.data.pipeline import training_dataset
 from capsim.eval.correlation import format_table, results_rows
 from capsim.eval.evaluators import Evaluators, Subject
-from capsim.text import Vocab
 from capsim.train import mesh as mesh_lib
 from capsim.train.checkpoint import restore_model
 from capsim.train.entry import run_training_cli
-from capsim.train.trainer import Trainer, steps_for_epochs
+from capsim.train.optimizer import steps_for_epochs
+from capsim.train.trainer import Trainer
 from capsim.train.writers import check_workdir, is_main_process
 from vtfn_jax import baselines
 from vtfn_jax.data import VtfnData, prepare_data
-from vtfn_jax.embedders import DEFAULT_BATCH_SIZE, Embedder, TokenEmbedder
-from vtfn_jax.model import VTFN, build_model, make_loss_fn
+from vtfn_jax.embedders import DEFAULT_BATCH_SIZE, Embedder
+from vtfn_jax.model import VTFN, make_loss_fn
 from vtfn_jax.sentence_encoder import SentenceEncoder
-
-logger = logging.getLogger(__name__)
-
-VOCAB_FILE = "vocab.json"
-# The feature source and image-feature size: with vocab.json, enough to rebuild any kind's model.
-DATA_FILE = "data.json"
+from vtfn_jax.workdir import (
+    DATA_FILE,
+    VOCAB_FILE,
+    image_embedder,
+    load_kind,
+    model_for,
+    run_data,
+    text_embedder,
+)
 
 
 def make_batch_fn(split: CaptionSplit, pivot: bool):
@@ -66,14 +66,6 @@ def make_batch_fn(split: CaptionSplit, pivot: bool):
     return make_batch
 
 
-def _embed_text(model: VTFN, ids, mask):
-    return model.embed_text(ids, mask)
-
-
-def image_embedder(model: VTFN) -> Callable[[np.ndarray], np.ndarray]:
-    return lambda features: np.asarray(model.embed_image(jnp.asarray(features)))
-
-
 def subject_for(data: VtfnData, encoder: SentenceEncoder) -> Subject:
     """Any trained kind (VTFN or a baseline) as the evaluators see it; held-out sets
     embed in larger batches than ``encode``'s default (the vectors are the same)."""
@@ -86,15 +78,8 @@ def subject_for(data: VtfnData, encoder: SentenceEncoder) -> Subject:
 
 
 def vtfn_subject(model: VTFN, data: VtfnData) -> Subject:
-    embedder = TokenEmbedder(model, data.vocab, _embed_text)
-    return subject_for(data, SentenceEncoder(embedder, image_embedder(model)))
-
-
-def _model_for(config: ml_collections.ConfigDict, data: VtfnData) -> VTFN:
-    init = glove.vectors_for_vocab(
-        config.model.glove, data.vocab, config.model.embed_dim, seed=config.seed
-    )
-    return build_model(config, len(data.vocab), data.image_dim, init)
+    encoder = SentenceEncoder(text_embedder(model, data.vocab), image_embedder(model))
+    return subject_for(data, encoder)
 
 
 def train_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
@@ -112,56 +97,15 @@ def train_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData)
             config.data.get("length_buckets", 0), with_other_captions=pivot
         ),
     )
-    model = _model_for(config, data)
+    model = model_for(config, data)
     evaluators = Evaluators(config.evals, lambda m: vtfn_subject(m, data))
     result = Trainer(config, model, make_loss_fn(config)).fit(workdir, dataset, evaluators)
     restore_model(workdir, model)
     summary = result.summary()
-    return TokenEmbedder(model, data.vocab, _embed_text), image_embedder(model), summary
+    return text_embedder(model, data.vocab), image_embedder(model), summary
 
 
-def load_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
-    model = _model_for(config, data)
-    restore_model(workdir, model)
-    return TokenEmbedder(model, data.vocab, _embed_text), image_embedder(model)
-
-
-KINDS = {"vtfn": (train_vtfn, load_vtfn), **baselines.KINDS}
-
-
-def _kind(config: ml_collections.ConfigDict):
-    if config.model.kind not in KINDS:
-        raise KeyError(f"unknown model.kind {config.model.kind!r}; known: {sorted(KINDS)}")
-    return KINDS[config.model.kind]
-
-
-def load_kind(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
-    """(embedder, image embedder or None) of the trained kind in ``workdir``."""
-    return _kind(config)[1](config, workdir, data)
-
-
-def run_data(config: ml_collections.ConfigDict, workdir: str | Path) -> VtfnData:
-    """The run's data rebuilt from its config, checked against the vocabulary it trained with."""
-    workdir = Path(workdir)
-    data = prepare_data(config)
-    saved = Vocab.load(workdir / VOCAB_FILE)
-    if saved.itos != data.vocab.itos:
-        raise ValueError(f"{workdir / VOCAB_FILE} does not match the vocabulary its config builds")
-    return data
-
-
-def saved_data(config: ml_collections.ConfigDict, workdir: str | Path) -> VtfnData:
-    """The run's vocabulary and image-feature size, without captions or features: what a
-    kind's load function needs. A workdir from before ``data.json`` rebuilds its data."""
-    workdir = Path(workdir)
-    if not (workdir / DATA_FILE).is_file():
-        logger.info("%s has no %s: rebuilding the run's data", workdir, DATA_FILE)
-        return run_data(config, workdir)
-    vocab = Vocab.load(workdir / VOCAB_FILE)
-    saved = json.loads((workdir / DATA_FILE).read_text())
-    features = np.zeros((0, saved["image_dim"]), np.float32)
-    train = CaptionSplit(encode_corpus([], vocab, config.data.max_len), features)
-    return VtfnData(vocab, {"train": train}, saved["feature_source"], {})
+TRAINERS = {"vtfn": train_vtfn, **{kind: train for kind, (train, _) in baselines.KINDS.items()}}
 
 
 def load_trained(config: ml_collections.ConfigDict, workdir: str | Path):
@@ -206,7 +150,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
         data.vocab.save(workdir / VOCAB_FILE)
         sizes = {"feature_source": data.feature_source, "image_dim": data.image_dim}
         (workdir / DATA_FILE).write_text(json.dumps(sizes, indent=2) + "\n")
-    embedder, image_embed, summary = _kind(config)[0](config, workdir, data)
+    if config.model.kind not in TRAINERS:
+        raise KeyError(f"unknown model.kind {config.model.kind!r}; known: {sorted(TRAINERS)}")
+    embedder, image_embed, summary = TRAINERS[config.model.kind](config, workdir, data)
     results = evaluate_trained(config, data, embedder, image_embed)
     results["train"] = summary
     results["model"] = config.model.kind

@@ -7,7 +7,7 @@ only needed for training and is not shipped), its vocabulary and its metadata;
 ``research``, trained on Flickr text too (non-commercial terms; only by name),
 one folder each beside this file.
 
-Rebuild one (trains configs/i2ce_pretrained.py on COCO captions, then exports
+Rebuild one (i2ce_jax.pretrained.rebuild: trains configs/i2ce_pretrained.py, then exports
 into the package):
 
     python -m i2ce_jax.pretrained --name base --data_dir ../shared/data
@@ -19,10 +19,8 @@ this file records the data, the licences, the figures and the checksums of the
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
-import time
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -142,36 +140,3 @@ def load(name: str | Path = DEFAULT) -> tuple[RNNEncoder, text.Vocab, dict[str, 
     nnx.update(encoder, state)
     encoder.eval()
     return encoder, vocab, meta
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Train and export a packaged I2CE model.")
-    parser.add_argument("--name", default=DEFAULT, choices=NAMES)
-    parser.add_argument("--data_dir", default="../shared/data")
-    parser.add_argument("--workdir", default=None, help="default: /tmp/i2ce_pretrained_NAME")
-    parser.add_argument("--out", default=None, help="default: the package folder of --name")
-    parser.add_argument(
-        "--config_arg", default="", help="extra configs/i2ce_pretrained.py arguments"
-    )
-    parser.add_argument("--export_only", action="store_true", help="export --workdir as it is")
-    args = parser.parse_args(argv)
-    workdir = args.workdir or f"/tmp/i2ce_pretrained_{args.name}"
-    out = args.out or str(PACKAGE_DIR / args.name)
-    if not args.export_only:
-        try:
-            from configs import i2ce_pretrained
-        except ImportError as error:
-            raise SystemExit(
-                "configs/ is not importable: run the rebuild from the root of a clone"
-            ) from error
-        from i2ce_jax.train import train_and_evaluate
-
-        arg = ",".join(
-            filter(None, [f"model={args.name}", f"data_dir={args.data_dir}", args.config_arg])
-        )
-        start = time.perf_counter()
-        summary = train_and_evaluate(i2ce_pretrained.get_config(arg), workdir)
-        print(f"trained in {time.perf_counter() - start:.0f} s: {json.dumps(summary)}")
-    info = export(workdir, out)
-    size = (Path(out) / WEIGHTS_FILE).stat().st_size
-    print(f"exported {out}/{WEIGHTS_FILE}: {size / 1e6:.1f} MB, sha256 {info['sha256']}")

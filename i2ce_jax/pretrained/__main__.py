@@ -1,3 +1,3 @@
-from i2ce_jax.pretrained import main
+from i2ce_jax.pretrained.rebuild import main
 
 main()

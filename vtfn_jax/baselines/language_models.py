@@ -35,7 +35,8 @@ from capsim.encoders import RNNEncoder, scan_rnn, zero_carry
 from capsim.eval.evaluators import Evaluators, Subject
 from capsim.text import EOS_ID
 from capsim.train.checkpoint import restore_model
-from capsim.train.trainer import Trainer, steps_for_epochs
+from capsim.train.optimizer import steps_for_epochs
+from capsim.train.trainer import Trainer
 from vtfn_jax.data import VtfnData
 from vtfn_jax.embedders import TokenEmbedder
 
