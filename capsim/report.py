@@ -13,6 +13,7 @@ from pathlib import Path
 
 from capsim.eval.correlation import format_table, results_rows
 from capsim.viz import training_curves
+from capsim.workdir import METRICS_FILE, RESULTS_FILE
 
 REPORT_DIR = "report"
 
@@ -20,7 +21,7 @@ REPORT_DIR = "report"
 def write_report(workdir: str | Path) -> Path:
     """Draws the run's plots and writes report.md; returns its path."""
     workdir = Path(workdir)
-    metrics = workdir / "metrics.jsonl"
+    metrics = workdir / METRICS_FILE
     if not metrics.exists():
         raise FileNotFoundError(f"{workdir} has no metrics.jsonl: is it a training workdir?")
     curves = workdir / REPORT_DIR / "training_curves.png"
@@ -31,7 +32,7 @@ def write_report(workdir: str | Path) -> Path:
         f"![training curves]({REPORT_DIR}/{curves.name})",
         "",
     ]
-    results_file = workdir / "results.json"
+    results_file = workdir / RESULTS_FILE
     if results_file.exists():
         rows = results_rows(json.loads(results_file.read_text()))
         lines += ["## Results", "", format_table(rows, ["task", "measure", "value"]), ""]

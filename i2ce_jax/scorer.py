@@ -31,10 +31,9 @@ from capsim.embed import embed_sentences, module_encoder
 from capsim.errors import CaptionError, CheckpointError
 from capsim.eval.pooling import pool_similarities
 from capsim.train.checkpoint import find_model_checkpoint, restore_model
-from capsim.train.writers import load_config
+from capsim.workdir import CONFIG_FILE, VOCAB_FILE, load_config
 from i2ce_jax.model import build_model
 
-VOCAB_FILE = "vocab.json"
 ZERO_NORM = 1e-8
 
 
@@ -111,8 +110,8 @@ class I2CEScorer:
     def from_checkpoint(cls, path: str | Path, **kwargs) -> I2CEScorer:
         """Loads a scorer from a training workdir (or its ``best``/``checkpoints`` folder)."""
         manager_dir = find_model_checkpoint(path)
-        workdir = manager_dir if (manager_dir / "config.json").exists() else manager_dir.parent
-        for needed in ("config.json", VOCAB_FILE):
+        workdir = manager_dir if (manager_dir / CONFIG_FILE).exists() else manager_dir.parent
+        for needed in (CONFIG_FILE, VOCAB_FILE):
             if not (workdir / needed).exists():
                 raise CheckpointError(f"{workdir} has no {needed}; is it an I2CE training workdir?")
         config = load_config(workdir)

@@ -9,7 +9,6 @@ Flickr8k-Expert for the COCO configs when its files are there).
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -28,10 +27,11 @@ from capsim.train import mesh as mesh_lib
 from capsim.train.checkpoint import restore_model
 from capsim.train.entry import run_training_cli
 from capsim.train.optimizer import steps_for_epochs
+from capsim.train.preflight import check_workdir
 from capsim.train.trainer import Trainer
-from capsim.train.writers import check_workdir, is_main_process
+from capsim.workdir import VOCAB_FILE, is_main_process, write_results
 from i2ce_jax.model import I2CEAutoencoder, build_model, make_loss_fn
-from i2ce_jax.scorer import VOCAB_FILE, I2CEScorer
+from i2ce_jax.scorer import I2CEScorer
 
 
 def load_corpora(
@@ -175,9 +175,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
     restore_model(workdir, model)
     summary = {**result.summary(), **evaluators.report(subject_of(model))}
     if is_main_process():
-        (workdir / "results.json").write_text(json.dumps(summary, indent=2) + "\n")
+        results_file = write_results(workdir, summary)
         table = format_table(results_rows(summary), ["task", "measure", "value"])
-        print(f"\n{table}\n(all results: {workdir / 'results.json'})", flush=True)
+        print(f"\n{table}\n(all results: {results_file})", flush=True)
     return summary
 
 

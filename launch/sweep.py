@@ -37,12 +37,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from capsim.eval.correlation import format_table
+from capsim.workdir import RESULTS_FILE
 
 TRAIN_MODULE = "vtfn_jax.train"
 CONFIG_PREFIX = "config."
 ARG_PREFIX = "arg."
 JOB_FILE = "job.json"
-RESULTS_FILE = "results.json"
 LOG_FILE = "log.txt"
 MAX_NAME_CHARS = 200
 NAME_HASH_CHARS = 8

@@ -20,6 +20,7 @@ from conftest import requires_gensim
 from scipy import stats
 
 from capsim import text
+from capsim import workdir as capsim_workdir
 from capsim.errors import CaptionError, CheckpointError
 from capsim.eval.evaluators import Evaluators
 from capsim.eval.evaluators.base import Subject
@@ -27,7 +28,6 @@ from capsim.eval.evaluators.sts import SickR, StsBenchmark
 from capsim.eval.sts import read_sts_tsv
 from configs import demo_bow, vtfn_common
 from vtfn_jax import SentenceEncoder, evaluate, train
-from vtfn_jax import workdir as vtfn_workdir
 
 REPO = Path(__file__).resolve().parents[1]
 STS_FIXTURES = REPO / "tests" / "fixtures" / "sts"
@@ -159,7 +159,7 @@ def test_loading_reads_no_captions_or_features(run, encoder, monkeypatch, tmp_pa
     monkeypatch.undo()
     # A workdir from before data.json rebuilds its data once, to the same model.
     old = shutil.copytree(run, tmp_path / "old")
-    (old / vtfn_workdir.DATA_FILE).unlink()
+    (old / capsim_workdir.DATA_FILE).unlink()
     rebuilt = SentenceEncoder.from_checkpoint(old)
     np.testing.assert_array_equal(rebuilt.encode(SENTENCES), encoder.encode(SENTENCES))
 
@@ -168,7 +168,7 @@ def damage(workdir: Path, what: str) -> None:
     if what == "config":
         (workdir / "config.json").write_text("{not json")
     elif what == "vocab":
-        (workdir / vtfn_workdir.VOCAB_FILE).unlink()
+        (workdir / capsim_workdir.VOCAB_FILE).unlink()
     elif what == "kind":
         config = json.loads((workdir / "config.json").read_text())
         config["model"]["kind"] = "bert"

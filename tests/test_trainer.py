@@ -282,7 +282,7 @@ def test_config_files_find_their_helpers_from_any_directory(tmp_path):
 
 def test_workdir_of_another_model_is_refused_unless_allowed(tmp_path):
     from capsim.errors import CapsimError
-    from capsim.train.writers import check_workdir
+    from capsim.train.preflight import check_workdir
 
     config = tiny_config()
     config.model = ml_collections.ConfigDict(dict(hidden_dim=8))
@@ -306,14 +306,14 @@ def test_workdir_of_another_model_is_refused_unless_allowed(tmp_path):
 
 def test_unwritable_workdir_is_a_clear_error(tmp_path, monkeypatch):
     from capsim.errors import CapsimError
-    from capsim.train import writers
+    from capsim.train import preflight
 
     def refuse(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(writers.tempfile, "NamedTemporaryFile", refuse)  # root ignores chmod
+    monkeypatch.setattr(preflight.tempfile, "NamedTemporaryFile", refuse)  # root ignores chmod
     with pytest.raises(CapsimError, match=r"workdir .* is not writable \(Permission denied\)"):
-        writers.check_workdir(tiny_config(), tmp_path / "run")
+        preflight.check_workdir(tiny_config(), tmp_path / "run")
 
 
 def test_batch_that_does_not_split_over_the_devices_is_a_clear_error(monkeypatch):

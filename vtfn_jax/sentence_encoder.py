@@ -22,7 +22,8 @@ import numpy as np
 
 from capsim import text
 from capsim.errors import CaptionError, CheckpointError
-from capsim.train.writers import Progress, load_config
+from capsim.train.progress import Progress
+from capsim.workdir import load_config
 from vtfn_jax import workdir as vtfn_workdir
 from vtfn_jax.embedders import Embedder
 

@@ -25,16 +25,15 @@ from capsim.train import mesh as mesh_lib
 from capsim.train.checkpoint import restore_model
 from capsim.train.entry import run_training_cli
 from capsim.train.optimizer import steps_for_epochs
+from capsim.train.preflight import check_workdir
 from capsim.train.trainer import Trainer
-from capsim.train.writers import check_workdir, is_main_process
+from capsim.workdir import DATA_FILE, VOCAB_FILE, is_main_process, write_results
 from vtfn_jax import baselines
 from vtfn_jax.data import VtfnData, prepare_data
 from vtfn_jax.embedders import DEFAULT_BATCH_SIZE, Embedder
 from vtfn_jax.model import VTFN, make_loss_fn
 from vtfn_jax.sentence_encoder import SentenceEncoder
 from vtfn_jax.workdir import (
-    DATA_FILE,
-    VOCAB_FILE,
     image_embedder,
     load_kind,
     model_for,
@@ -157,9 +156,9 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -
     results["train"] = summary
     results["model"] = config.model.kind
     if is_main_process():
-        (workdir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+        results_file = write_results(workdir, results)
         table = format_table(results_rows(results), ["task", "measure", "value"])
-        print(f"\n{table}\n(all results: {workdir / 'results.json'})", flush=True)
+        print(f"\n{table}\n(all results: {results_file})", flush=True)
     return results
 
 

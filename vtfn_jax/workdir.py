@@ -21,16 +21,13 @@ from capsim.data import glove
 from capsim.data.corpus import CaptionSplit, encode_corpus
 from capsim.text import Vocab
 from capsim.train.checkpoint import restore_model
+from capsim.workdir import DATA_FILE, VOCAB_FILE
 from vtfn_jax import baselines
 from vtfn_jax.data import VtfnData, prepare_data
 from vtfn_jax.embedders import TokenEmbedder
 from vtfn_jax.model import VTFN, build_model
 
 logger = logging.getLogger(__name__)
-
-VOCAB_FILE = "vocab.json"
-# The feature source and image-feature size: with vocab.json, enough to rebuild any kind's model.
-DATA_FILE = "data.json"
 
 
 def _embed_text(model: VTFN, ids, mask):

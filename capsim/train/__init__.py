@@ -1,4 +1,4 @@
-"""Training shared by both papers: the Trainer, its checkpoints, mesh, faults and writers."""
+"""Training shared by both papers: the Trainer, its checkpoints, mesh, faults, metrics and progress."""
 
 from capsim.train.trainer import Trainer
 

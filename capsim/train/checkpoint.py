@@ -27,8 +27,8 @@ from flax import nnx
 from orbax.checkpoint import checkpoint_managers as policies
 
 from capsim.errors import CheckpointError
+from capsim.workdir import CHECKPOINT_DIR
 
-CHECKPOINT_DIR = "checkpoints"
 # Where workdirs written before the single manager kept their best model; still read.
 LEGACY_BEST_DIR = "best"
 # In a step's orbax metrics: the early-stopping metric, negated when lower is

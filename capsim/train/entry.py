@@ -12,7 +12,7 @@ from absl import app, flags
 from ml_collections import config_flags
 
 from capsim.errors import CapsimError
-from capsim.train.writers import setup_logging
+from capsim.train.logs import setup_logging
 
 
 def config_roots(argv: list[str]) -> list[str]:

@@ -19,8 +19,7 @@ from pathlib import Path
 import jax
 
 from capsim.errors import CapsimError
-
-LOCK_FILE = ".run.lock"
+from capsim.workdir import LOCK_FILE
 
 
 class WorkdirBusyError(CapsimError):

@@ -31,15 +31,16 @@ from flax import nnx
 from capsim.errors import CheckpointError
 from capsim.train import mesh as mesh_lib
 from capsim.train.checkpoint import (
-    CHECKPOINT_DIR,
     LEGACY_BEST_DIR,
     Checkpointer,
     selection_metrics,
 )
 from capsim.train.faults import Preemption, exit_on_failure
 from capsim.train.lock import hold_workdir
+from capsim.train.metrics import MetricWriter
 from capsim.train.optimizer import make_optimizer, trainable
-from capsim.train.writers import MetricWriter, Progress, save_config
+from capsim.train.progress import Progress
+from capsim.workdir import CHECKPOINT_DIR, PROFILE_DIR, save_config
 
 LossFn = Callable[[nnx.Module, Mapping[str, jax.Array], jax.Array], tuple[jax.Array, dict]]
 
@@ -271,7 +272,7 @@ class _Run:
     def _start_trace(self) -> None:
         """Starts the profiler before step A+1 of ``profile_steps="A:B"``."""
         if self.profile and self.step == self.profile[0]:
-            jax.profiler.start_trace(str(self.workdir / "profile"))
+            jax.profiler.start_trace(str(self.workdir / PROFILE_DIR))
 
     def _stop_trace(self, metrics: Mapping[str, jax.Array]) -> None:
         """Stops it once step B has run (``metrics`` waited for, so the trace holds it)."""
@@ -282,7 +283,7 @@ class _Run:
                 "profiler trace of steps %d-%d in %s (TensorBoard or Perfetto opens it)",
                 self.profile[0] + 1,
                 self.profile[1],
-                self.workdir / "profile",
+                self.workdir / PROFILE_DIR,
             )
 
     def loop(self) -> TrainResult:

@@ -33,7 +33,7 @@ from capsim import text
 from capsim.encoders import RNNEncoder
 from capsim.errors import CheckpointError
 from capsim.train.checkpoint import restore_model
-from capsim.train.writers import load_config
+from capsim.workdir import RESULTS_FILE, load_config
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 NAMES = ("base", "large", "research")
@@ -82,7 +82,7 @@ def export(workdir: str | Path, out_dir: str | Path) -> dict[str, Any]:
     )
     np.savez(out_dir / WEIGHTS_FILE, **{k: np.asarray(v) for k, v in params.items()})
     vocab.save(out_dir / VOCAB_FILE)
-    results_file = workdir / "results.json"
+    results_file = workdir / RESULTS_FILE
     results = json.loads(results_file.read_text()) if results_file.exists() else {}
     config_record = config.to_dict()
     config_record["data"]["data_dir"] = "<data_dir>"  # where it was trained says nothing here

@@ -18,7 +18,7 @@ import numpy as np
 
 from capsim import text
 from capsim.data import glove
-from capsim.train.writers import is_main_process, save_config
+from capsim.workdir import is_main_process, save_config
 from vtfn_jax.data import VtfnData
 from vtfn_jax.embedders import DEFAULT_BATCH_SIZE
 

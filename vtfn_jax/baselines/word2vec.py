@@ -19,7 +19,7 @@ from capsim import text
 from capsim.data import corpus as corpus_lib
 from capsim.data.records import CaptionRecord
 from capsim.errors import CheckpointError
-from capsim.train.writers import is_main_process, save_config
+from capsim.workdir import is_main_process, save_config
 from vtfn_jax.baselines.glove_average import WordAverageEmbedder
 from vtfn_jax.data import VtfnData
 

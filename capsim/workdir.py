@@ -1,0 +1,62 @@
+"""The training workdir's contract: what a run writes there, under which names.
+
+    W/config.json     the run's config (save_config, load_config): rebuilds its model
+    W/vocab.json      its vocabulary (capsim.text.Vocab.save / load)
+    W/data.json       VTFN only: the feature source and the image-feature size
+    W/metrics.jsonl   one JSON row per logged step (capsim.train.metrics)
+    W/tensorboard/    the same scalars for TensorBoard
+    W/checkpoints/    orbax steps (capsim.train.checkpoint)
+    W/results.json    the final report (write_results)
+    W/profile/        a jax.profiler trace, when profile_steps asks for one
+    W/.run.lock       held by the live run (capsim.train.lock)
+
+Only process 0 writes, so a multi-host run produces one set of files. Each
+paper package says how its model kinds are loaded back (i2ce_jax.scorer,
+vtfn_jax.workdir); both read these names from here.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import jax
+import ml_collections
+
+CONFIG_FILE = "config.json"
+VOCAB_FILE = "vocab.json"
+DATA_FILE = "data.json"
+METRICS_FILE = "metrics.jsonl"
+TENSORBOARD_DIR = "tensorboard"
+CHECKPOINT_DIR = "checkpoints"
+RESULTS_FILE = "results.json"
+PROFILE_DIR = "profile"
+LOCK_FILE = ".run.lock"
+
+
+def is_main_process() -> bool:
+    return jax.process_index() == 0
+
+
+def save_config(config: ml_collections.ConfigDict, workdir: str | Path) -> None:
+    """Writes config.json so a run (and its checkpoints) can be rebuilt from the workdir."""
+    if not is_main_process():
+        return
+    path = Path(workdir) / CONFIG_FILE
+    path.write_text(config.to_json_best_effort(indent=2, sort_keys=True) + "\n")
+
+
+def load_config(workdir: str | Path) -> ml_collections.ConfigDict:
+    """The config a run saved in ``workdir``."""
+    path = Path(workdir) / CONFIG_FILE
+    return ml_collections.ConfigDict(json.loads(path.read_text()))
+
+
+def write_results(workdir: str | Path, results: Mapping[str, Any]) -> Path:
+    """Writes the final report as results.json (process 0 only); returns its path."""
+    path = Path(workdir) / RESULTS_FILE
+    if is_main_process():
+        path.write_text(json.dumps(results, indent=2) + "\n")
+    return path
