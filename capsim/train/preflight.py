@@ -39,8 +39,9 @@ def check_workdir(config: ml_collections.ConfigDict, workdir: str | Path) -> Pat
     """Creates ``workdir`` and checks, before any work, that a run can use it.
 
     Errors (CapsimError naming the folder or the keys): a workdir that cannot be
-    written; one a live run holds (capsim.train.lock); a ``config.json`` there from a run whose model or data keys differ
-    from this config's (resuming would mix two models), unless the config sets
+    written; one a live run holds (capsim.train.lock); a ``config.json`` there
+    from a run whose model or data keys differ from this config's (resuming
+    would mix two models), unless the config sets
     ``allow_config_change`` (``--config.allow_config_change=True``).
     """
     workdir = Path(workdir)
