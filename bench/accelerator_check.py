@@ -60,7 +60,7 @@ from capsim import text
 from capsim.eval import judgment_harness
 from capsim.train import Trainer
 from capsim.train import mesh as mesh_lib
-from configs import i2ce_common, vtfn_common
+from configs import coco_gru, i2ce_coco_margin
 from i2ce_jax import model as i2ce_model
 from i2ce_jax import train as i2ce_train
 from i2ce_jax.scorer import I2CEScorer
@@ -210,8 +210,8 @@ class TrainingCase:
 
 def i2ce_case(scale: Scale, dtype: str) -> TrainingCase:
     """The paper's dual (margin) branch at ``scale``'s sizes."""
-    config = i2ce_common.coco_config(
-        f"embed={scale.embed},hidden={scale.hidden},batch={scale.batch}", loss="margin"
+    config = i2ce_coco_margin.get_config(
+        f"embed={scale.embed},hidden={scale.hidden},batch={scale.batch}"
     )
     config.data.max_len = scale.tokens
     config.model.dtype = dtype
@@ -234,7 +234,7 @@ def i2ce_case(scale: Scale, dtype: str) -> TrainingCase:
 
 def vtfn_gru_case(scale: Scale, dtype: str) -> TrainingCase:
     """VTFN with the GRU text tower and the Pearson loss, one caption per image."""
-    config = vtfn_common.vtfn_config(f"dim={scale.vtfn_dim}", encoder="gru", source="files")
+    config = coco_gru.get_config(f"dim={scale.vtfn_dim}")
     config.batch_size = scale.batch
     config.data.max_len = scale.vtfn_tokens
     config.model.dtype = dtype

@@ -90,18 +90,18 @@ def _rnn(
 
 
 def _text_tower(config: ml_collections.ConfigDict, batch: int, tokens: int) -> StepFlops:
-    """capsim.encoders' tower named by ``config.model.encoder`` with VTFN's sizes (N = dim)."""
-    model = config.model
-    if model.encoder.startswith("bow"):  # a sum of word vectors: no product
+    """capsim.encoders' tower that ``config.model.encoder`` names, with VTFN's sizes (N = dim)."""
+    model, kind = config.model, config.model.encoder.kind
+    if kind.startswith("bow"):  # a sum of word vectors: no product
         return StepFlops({})
-    if model.encoder in ("gru", "lstm"):
-        return _rnn("text", batch, tokens, model.embed_dim, model.dim, model.encoder)
-    if model.encoder == "cnn":
-        widths, features = tuple(model.cnn_widths), model.cnn_features
+    if kind in ("gru", "lstm"):
+        return _rnn("text", batch, tokens, model.embed_dim, model.dim, kind)
+    if kind == "cnn":
+        widths, features = tuple(model.encoder.widths), model.encoder.features
         convs = sum(matmul_flops(batch * tokens, w * model.embed_dim, features) for w in widths)
         dense = matmul_flops(batch, features * len(widths), model.dim)
         return StepFlops({"text.convolutions": convs, "text.dense": dense})
-    raise ValueError(f"no FLOP count for the {model.encoder!r} text tower")
+    raise ValueError(f"no FLOP count for the {kind!r} text tower")
 
 
 def _combine(

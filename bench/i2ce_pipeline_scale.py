@@ -28,9 +28,9 @@ import types
 import numpy as np
 
 from capsim.data import glove
-from configs import i2ce_pretrained
 from i2ce_jax import model as i2ce_model
 from i2ce_jax import train as i2ce_train
+from i2ce_jax.pretrained import recipe
 
 from results_md import update_section
 from throughput import JaxRunner, machine_facts, ratio_summary, time_rounds
@@ -41,12 +41,12 @@ SECTION = "## I2CE input pipeline at scale"
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", default="../shared/data")
-    parser.add_argument("--model", default="research", choices=sorted(i2ce_pretrained.MODELS))
+    parser.add_argument("--model", default="research", choices=sorted(recipe.MODELS))
     parser.add_argument("--batches", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     data_dir = Path(args.data_dir).resolve()
-    config = i2ce_pretrained.get_config(f"model={args.model},data_dir={data_dir}")
+    config = recipe.get_config(f"model={args.model},data_dir={data_dir}")
     vocab, train, _, _ = i2ce_train.encoded_corpora(config)
     dataset = i2ce_train.training_batches(config, train)
     prebuilt = [batch for _, batch in zip(range(args.batches), iter(dataset), strict=False)]

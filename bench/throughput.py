@@ -75,7 +75,7 @@ from capsim.encoders import scan_rnn
 from capsim.eval.ngram import Bleu, CiderD
 from capsim.train import Trainer
 from capsim.train.checkpoint import Checkpointer
-from configs import i2ce_common, vtfn_common
+from configs import coco_bow, coco_cnn, coco_gru, coco_lstm, i2ce_coco_margin
 from i2ce_jax import model as i2ce_model
 from i2ce_jax import train as i2ce_train
 from i2ce_jax.scorer import I2CEScorer
@@ -111,7 +111,7 @@ MATMUL_SIZE = 2048  # the peak: a 2048 x 2048 x 2048 float32 product, timed in t
 
 def _i2ce_paper() -> ml_collections.ConfigDict:
     """The paper's scale: batch 128, 20 tokens, embed 300, hidden 512, margin branch."""
-    config = i2ce_common.coco_config(None, loss="margin")
+    config = i2ce_coco_margin.get_config()
     config.model.embed_dim, config.model.hidden_dim, config.data.max_len = 300, 512, 20
     return config
 
@@ -130,11 +130,11 @@ def _length_bucketed(make_config: Callable[[], ml_collections.ConfigDict]):
 # name -> the model's real training config.
 TRAINING_MODELS: dict[str, Callable[[], ml_collections.ConfigDict]] = {
     "I2CE-paper-scale": _i2ce_paper,
-    "I2CE-default": lambda: i2ce_common.coco_config(None, loss="margin"),
-    "VTFN-BOW": lambda: vtfn_common.vtfn_config(None, encoder="bow_sum", source="files"),
-    "VTFN-GRU": lambda: vtfn_common.vtfn_config(None, encoder="gru", source="files"),
-    "VTFN-LSTM": lambda: vtfn_common.vtfn_config(None, encoder="lstm", source="files"),
-    "VTFN-CNN": lambda: vtfn_common.vtfn_config(None, encoder="cnn", source="files"),
+    "I2CE-default": lambda: i2ce_coco_margin.get_config(),
+    "VTFN-BOW": lambda: coco_bow.get_config("dim=128"),  # N = 128, as the other towers
+    "VTFN-GRU": coco_gru.get_config,
+    "VTFN-LSTM": coco_lstm.get_config,
+    "VTFN-CNN": coco_cnn.get_config,
 }
 # The recurrent rows again on length-bucketed batches, where the scan length is the lever.
 TRAINING_MODELS.update(
@@ -750,7 +750,7 @@ def untrained_scorer(gts: Mapping, res: Mapping, width: int | None = None) -> I2
         c for cands in res.values() for c in cands
     ]
     vocab = text.Vocab.build(text.tokenize(c) for c in captions)
-    config = i2ce_common.coco_config(None, loss="margin")
+    config = i2ce_coco_margin.get_config()
     if width:
         config.model.embed_dim = config.model.hidden_dim = width
     model = i2ce_model.build_model(config, len(vocab))

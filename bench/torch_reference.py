@@ -158,23 +158,24 @@ class VTFNReference(nn.Module):
         if config.loss.name != "pearson" or config.loss.pivot_weight:
             raise ValueError("the torch VTFN reference implements the Pearson image loss only")
         self.image_weight = config.loss.image_weight
-        if model.encoder == "bow_sum":
+        encoder = model.encoder
+        if encoder.kind == "bow_sum":
             self.text = BowText(vocab_size, model.dim)
-        elif model.encoder in RNN_TYPES:
+        elif encoder.kind in RNN_TYPES:
             self.text = RnnText(
-                RNN_TYPES[model.encoder], vocab_size, model.embed_dim, model.dim, model.dropout
+                RNN_TYPES[encoder.kind], vocab_size, model.embed_dim, model.dim, encoder.dropout
             )
-        elif model.encoder == "cnn" and model.cnn_pooling == "max":
+        elif encoder.kind == "cnn" and encoder.pooling == "max":
             self.text = CnnText(
                 vocab_size,
                 model.embed_dim,
-                model.cnn_widths,
-                model.cnn_features,
+                encoder.widths,
+                encoder.features,
                 model.dim,
-                model.dropout,
+                encoder.dropout,
             )
         else:
-            raise ValueError(f"no torch reference for encoder {model.encoder!r} (CNN: max pooling)")
+            raise ValueError(f"no torch reference for encoder {encoder.kind!r} (CNN: max pooling)")
         self.image_map = nn.Linear(image_dim, model.dim)
 
     def loss(self, batch: Batch, perm: torch.Tensor) -> torch.Tensor:

@@ -104,7 +104,7 @@ CAPTION_EPOCHS = {"one": 20, "all": 4}
 # settings: the COCO table's BOW rows are rerun under it.
 CALIBRATED_MODELS = {n: arg for n, (module, arg) in COCO_MODELS.items() if module == "coco_bow"}
 
-# §2: towers started from GloVe 6B 50d, every GloVe word kept (configs.vtfn_common:
+# §2: towers started from GloVe 6B 50d, every GloVe word kept (vtfn_jax.config_lib:
 # glove_words=-1) and no L2, so rows no caption reaches stay at GloVe. All five captions
 # per image (the pivot term needs a second caption), 4 epochs.
 GLOVE = "captions=all,epochs=4,glove=package,l2=0"

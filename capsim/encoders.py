@@ -16,6 +16,7 @@ construction, falling back to its ``default`` stream.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -305,114 +306,42 @@ class CNNEncoder(nnx.Module):
         return self.dense(self.dropout(jnp.concatenate(pooled, axis=-1))).astype(jnp.float32)
 
 
-EncoderFactory = Callable[..., nnx.Module]
-
-
-def _config_values(name: str, config: Mapping[str, Any], keys: Sequence[str]) -> dict[str, Any]:
-    missing = [key for key in keys if key not in config]
-    if missing:
-        raise KeyError(f"encoder {name!r} needs config keys {missing}; it reads {list(keys)}")
-    return {key: config[key] for key in keys}
-
-
-def _build_bow(mode: str) -> EncoderFactory:
-    def build(
-        vocab_size: int,
-        config: Mapping[str, Any],
-        *,
-        rngs: nnx.Rngs,
-        embedding_init: np.ndarray | None,
-        dtype: str,
-    ) -> nnx.Module:
-        values = _config_values(f"bow_{mode}", config, ("embed_dim",))
-        return BowEncoder(
-            vocab_size,
-            values["embed_dim"],
-            mode=mode,
-            rngs=rngs,
-            embedding_init=embedding_init,
-            dtype=dtype,
-        )
-
-    return build
-
-
-def _build_rnn(cell: str) -> EncoderFactory:
-    def build(
-        vocab_size: int,
-        config: Mapping[str, Any],
-        *,
-        rngs: nnx.Rngs,
-        embedding_init: np.ndarray | None,
-        dtype: str,
-    ) -> nnx.Module:
-        values = _config_values(cell, config, ("embed_dim", "hidden_dim", "dropout"))
-        return RNNEncoder(
-            vocab_size,
-            values["embed_dim"],
-            values["hidden_dim"],
-            cell=cell,
-            dropout=values["dropout"],
-            rngs=rngs,
-            embedding_init=embedding_init,
-            dtype=dtype,
-        )
-
-    return build
-
-
-CNN_CONFIG_KEYS = ("embed_dim", "cnn_widths", "cnn_features", "cnn_pooling", "out_dim", "dropout")
-
-
-def _build_cnn(
-    vocab_size: int,
-    config: Mapping[str, Any],
-    *,
-    rngs: nnx.Rngs,
-    embedding_init: np.ndarray | None,
-    dtype: str,
-) -> nnx.Module:
-    values = _config_values("cnn", config, CNN_CONFIG_KEYS)
-    return CNNEncoder(
-        vocab_size,
-        values["embed_dim"],
-        widths=tuple(values["cnn_widths"]),
-        features=values["cnn_features"],
-        pooling=values["cnn_pooling"],
-        out_dim=values["out_dim"],
-        dropout=values["dropout"],
-        rngs=rngs,
-        embedding_init=embedding_init,
-        dtype=dtype,
-    )
-
-
-ENCODERS: dict[str, EncoderFactory] = {
-    "bow_sum": _build_bow("sum"),
-    "bow_mean": _build_bow("mean"),
-    "gru": _build_rnn("gru"),
-    "lstm": _build_rnn("lstm"),
-    "cnn": _build_cnn,
-}
+ENCODER_KINDS = ("bow_sum", "bow_mean", "gru", "lstm", "cnn")
 
 
 def build_encoder(
-    name: str,
+    spec: Mapping[str, Any],
     vocab_size: int,
-    config: Mapping[str, Any],
     *,
+    embed_dim: int,
+    out_dim: int,
     rngs: nnx.Rngs,
     embedding_init: np.ndarray | None = None,
+    dtype: str | jnp.dtype = DEFAULT_DTYPE,
 ) -> nnx.Module:
-    """Build the encoder called ``name`` with sizes read from ``config``.
+    """The encoder ``spec`` names: ``kind`` plus that encoder's own keyword arguments.
 
-    Keys read (all required, a missing one raises KeyError naming it):
-      - "bow_sum", "bow_mean": embed_dim
-      - "gru", "lstm": embed_dim, hidden_dim, dropout
-      - "cnn": embed_dim, cnn_widths, cnn_features, cnn_pooling, out_dim, dropout
-    and, optional for all, ``dtype`` (the compute dtype, default "float32").
+    ``spec`` is ``config.model.encoder`` as it is, e.g. ``{"kind": "gru", "dropout": 0.2}``
+    or ``{"kind": "cnn", "widths": (1, 2, 3), "features": 128, "pooling": "max"}``; the
+    sizes every tower shares (word vectors, output) come from the model. A BOW sentence
+    vector lives in word-vector space, so its ``out_dim`` must equal ``embed_dim``.
     """
-    if name not in ENCODERS:
-        raise KeyError(f"unknown encoder {name!r}; valid names: {sorted(ENCODERS)}")
-    dtype = config.get("dtype", DEFAULT_DTYPE)
-    return ENCODERS[name](vocab_size, config, rngs=rngs, embedding_init=embedding_init, dtype=dtype)
+    own = dict(spec)
+    kind = own.pop("kind", None)
+    if kind not in ENCODER_KINDS:
+        raise KeyError(f"unknown encoder kind {kind!r}; valid kinds: {list(ENCODER_KINDS)}")
+    shared = dict(rngs=rngs, embedding_init=embedding_init, dtype=dtype)
+    if kind.startswith("bow_"):
+        if out_dim != embed_dim:
+            raise ValueError(f"{kind}: out_dim {out_dim} must equal embed_dim {embed_dim}")
+        build, args, set_here = BowEncoder, (vocab_size, embed_dim), {"mode": kind[4:]}
+    elif kind in RNN_CELLS:
+        build, args, set_here = RNNEncoder, (vocab_size, embed_dim, out_dim), {"cell": kind}
+    else:
+        build, args, set_here = CNNEncoder, (vocab_size, embed_dim), {"out_dim": out_dim}
+    named = set(inspect.signature(build.__init__).parameters) - set(shared) - set(set_here)
+    allowed = named - {"self", "vocab_size", "embed_dim", "hidden_dim"}
+    unknown = sorted(set(own) - allowed)
+    if unknown:
+        raise KeyError(f"encoder {kind!r} takes no {unknown}; its keys: {sorted(allowed)}")
+    return build(*args, **own, **set_here, **shared)

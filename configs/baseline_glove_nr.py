@@ -2,13 +2,32 @@
 
     python -m vtfn_jax.train --config=configs/baseline_glove_nr.py:data_dir=/data --workdir=...
 
-See configs.vtfn_common.baseline_config.
+Arguments: the ones below, and vtfn_jax.config_lib.BASELINE_OPTIONS (data_dir,
+features, captions, fraction, runlocal); ``source=shapes_world`` for the embedded world.
 """
 
 import ml_collections
 
-from configs import vtfn_common
+from capsim import config_lib as common
+from vtfn_jax import config_lib as vtfn_common
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    return vtfn_common.baseline_config(arg, kind="glove_avg", source="files", restricted=False)
+    arg = common.parse_arg(
+        arg,
+        **vtfn_common.BASELINE_OPTIONS,
+        source="files",
+        glove="package",  # or a glove.*.txt path
+        restricted=False,
+        # VTFN's run, so this config sits beside the VTFN rows; no step is trained
+        lr=1e-3,
+        decay=0.5,
+        decay_steps=2000,
+        l2=1e-6,
+        batch=128,
+        epochs=20.0,
+        eval_every=100,
+    )
+    config = vtfn_common.baseline_run(arg)  # VTFN's data and evaluations
+    config.model = vtfn_common.glove_average(arg)
+    return vtfn_common.finish(config, arg)

@@ -2,13 +2,36 @@
 
     python -m vtfn_jax.train --config=configs/baseline_pin_model_a.py:data_dir=/data,features=/data/inception --workdir=...
 
-Evaluated on its text-only embedding (no image). See configs.vtfn_common.baseline_config.
+Evaluated on its text-only embedding (no image).
+
+Arguments: the ones below, and vtfn_jax.config_lib.BASELINE_OPTIONS (data_dir,
+features, captions, fraction, runlocal); ``source=shapes_world`` for the embedded world.
 """
 
 import ml_collections
 
-from configs import vtfn_common
+from capsim import config_lib as common
+from vtfn_jax import config_lib as vtfn_common
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    return vtfn_common.baseline_config(arg, kind="pin_model_a", source="files")
+    arg = common.parse_arg(
+        arg,
+        **vtfn_common.BASELINE_OPTIONS,
+        source="files",
+        dim=128,  # the GRU state: the sentence vector
+        glove="",  # "package" or a glove.*.txt path: word vectors start from GloVe
+        dropout=0.2,
+        # trained as VTFN's towers are (Adam, decay, epochs, early stopping on dev AUC)
+        lr=1e-3,
+        decay=0.5,
+        decay_steps=2000,
+        l2=1e-6,
+        batch=128,
+        epochs=20.0,
+        eval_every=100,
+    )
+    config = vtfn_common.baseline_run(arg)  # VTFN's data and evaluations
+    config.model = vtfn_common.language_model(arg, kind="pin_model_a")
+    config.evals.dev_perplexity = vtfn_common.perplexity_eval(arg)
+    return vtfn_common.finish(config, arg)

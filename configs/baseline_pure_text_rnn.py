@@ -2,13 +2,34 @@
 
     python -m vtfn_jax.train --config=configs/baseline_pure_text_rnn.py:data_dir=/data --workdir=...
 
-See configs.vtfn_common.baseline_config.
+Arguments: the ones below, and vtfn_jax.config_lib.BASELINE_OPTIONS (data_dir,
+features, captions, fraction, runlocal); ``source=shapes_world`` for the embedded world.
 """
 
 import ml_collections
 
-from configs import vtfn_common
+from capsim import config_lib as common
+from vtfn_jax import config_lib as vtfn_common
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    return vtfn_common.baseline_config(arg, kind="pure_text_rnn", source="files")
+    arg = common.parse_arg(
+        arg,
+        **vtfn_common.BASELINE_OPTIONS,
+        source="files",
+        dim=128,  # the GRU state: the sentence vector
+        glove="",  # "package" or a glove.*.txt path: word vectors start from GloVe
+        dropout=0.2,
+        # trained as VTFN's towers are (Adam, decay, epochs, early stopping on dev AUC)
+        lr=1e-3,
+        decay=0.5,
+        decay_steps=2000,
+        l2=1e-6,
+        batch=128,
+        epochs=20.0,
+        eval_every=100,
+    )
+    config = vtfn_common.baseline_run(arg)  # VTFN's data and evaluations
+    config.model = vtfn_common.language_model(arg, kind="pure_text_rnn")
+    config.evals.dev_perplexity = vtfn_common.perplexity_eval(arg)
+    return vtfn_common.finish(config, arg)

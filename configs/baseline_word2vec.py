@@ -2,13 +2,37 @@
 
     python -m vtfn_jax.train --config=configs/baseline_word2vec.py:data_dir=/data,extra_flickr8k=flickr8k --workdir=...
 
-Needs gensim (the [baselines] extra). See configs.vtfn_common.baseline_config.
+Needs gensim (the [baselines] extra).
+
+Arguments: the ones below, and vtfn_jax.config_lib.BASELINE_OPTIONS (data_dir,
+features, captions, fraction, runlocal); ``source=shapes_world`` for the embedded world.
 """
 
 import ml_collections
 
-from configs import vtfn_common
+from capsim import config_lib as common
+from vtfn_jax import config_lib as vtfn_common
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    return vtfn_common.baseline_config(arg, kind="word2vec", source="files")
+    arg = common.parse_arg(
+        arg,
+        **vtfn_common.BASELINE_OPTIONS,
+        source="files",
+        dim=128,
+        algorithm="skipgram",  # or "cbow"
+        w2v_epochs=10,
+        w2v_min_count=2,
+        extra_flickr8k="",  # a Flickr8k folder under data_dir: its train captions are added
+        # VTFN's run, so this config sits beside the VTFN rows; no step is trained
+        lr=1e-3,
+        decay=0.5,
+        decay_steps=2000,
+        l2=1e-6,
+        batch=128,
+        epochs=20.0,
+        eval_every=100,
+    )
+    config = vtfn_common.baseline_run(arg)  # VTFN's data and evaluations
+    config.model = vtfn_common.word2vec(arg)
+    return vtfn_common.finish(config, arg)

@@ -3,20 +3,34 @@
     python -m vtfn_jax.train --config=configs/coco_bow.py:data_dir=/data,features=/data/inception --workdir=...
 
 With the default `features=coco_object_labels` it trains on COCO object labels
-(an 80-d multi-hot stand-in, not CNN features). Arguments: see configs.vtfn_common.parse.
+(an 80-d multi-hot stand-in, not CNN features).
+Arguments: the numbers below, and vtfn_jax.config_lib.OPTIONS (data_dir, features,
+captions, glove, pivot, select, runlocal, ...).
 """
 
 import ml_collections
 
-from configs import vtfn_common
+from capsim import config_lib as common
+from vtfn_jax import config_lib as vtfn_common
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    # Data: COCO captions with image features; same/diff, retrieval and STS reports.
-    # lr 1e-2 and N = 256: chosen on dev AUC for BOW (issue 8, bench/RESULTS.md §1).
-    config, arg = vtfn_common.run(arg, source="files", lr=1e-2, dim=256)
-    # Model: text tower = the normalised sum of word vectors (N = dim), affine image map W.
-    config.model = vtfn_common.text_tower(arg, encoder="bow_sum")
-    # Loss: Pearson over correct and shuffled caption-image pairs (:loss=... for the others).
+    arg = common.parse_arg(
+        arg,
+        **vtfn_common.OPTIONS,
+        loss="pearson",  # over correct and shuffled caption-image pairs; any capsim.losses name
+        dim=256,  # N: word vectors, the sentence vector and W's output
+        lr=1e-2,  # Adam; 1e-2 and N = 256 chosen on dev AUC for BOW (issue 8, bench/RESULTS.md §1)
+        decay=0.5,  # the learning rate's factor every decay_steps
+        decay_steps=2000,
+        l2=1e-6,  # Adam's coupled L2
+        batch=128,
+        epochs=20.0,  # with early stopping (patience 5) on the dev evaluation
+        eval_every=100,  # dev same-image AUC, steps
+    )
+    # Data: COCO captions with image features (250 dev, 500 test images held out); same/diff, retrieval and STS reports.
+    config = vtfn_common.run(arg, source="files")
+    # Model: the normalised sum of word vectors (N-d words), affine image map W.
+    config.model = vtfn_common.model(arg, encoder=dict(kind="bow_sum"))
     config.loss = vtfn_common.loss(arg)
-    return config
+    return vtfn_common.finish(config, arg)

@@ -12,16 +12,31 @@ rule-based quality), while InfoNCE reaches dev AUC 98 and τc 59.6.
 
 import ml_collections
 
-from configs import common, i2ce_common
+from capsim import config_lib as common
+from i2ce_jax import config_lib as i2ce_common
 
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    arg = common.parse_arg(arg, loss="infonce", runlocal=False)
-    config = ml_collections.ConfigDict()
-    common.trainer_defaults(config)
+    arg = common.parse_arg(
+        arg,
+        loss="infonce",
+        lr=2e-3,  # Adam, constant
+        decay=1.0,
+        decay_steps=1000,
+        l2=0.0,
+        batch=64,
+        epochs=6.0,
+        eval_every=100,  # dev same-image AUC, steps
+        runlocal=False,
+    )
+    if arg.runlocal:  # a smaller world, fewer epochs, small batches
+        arg.update(batch=16, epochs=3.0, eval_every=10)
+    config = common.trainer(
+        arg, checkpoint_every=200, patience=0, log_every=5 if arg.runlocal else 25
+    )
     config.data = dict(
         source="shapes_world",
-        shapes_world=dict(num_scenes=2000, seed=0),
+        shapes_world=dict(num_scenes=200 if arg.runlocal else 2000, seed=0),
         max_len=24,
         length_buckets=0,  # >0: length-bucketed batches, widths rounded to this multiple
         min_count=1,
@@ -31,20 +46,9 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         embed_dim=64, hidden_dim=128, dropout=0.0, glove="", embed_std=1.0, dtype="float32"
     )
     config.loss = i2ce_common.branch(arg.loss)
-    config.num_epochs = 6.0
-    config.batch_size = 64
-    config.log_every = 25
-    config.checkpoint_every = 200
-    config.optimizer.learning_rate = 2e-3
     config.scorer = dict(pooling="top-3")
     config.evals = dict(
-        dev=common.same_image_eval(every=100),
+        dev=common.same_image_eval(every=arg.eval_every),
         judgments=dict(type="judgments", set="shapes_world"),
     )
-    if arg.runlocal:
-        config.data.shapes_world.num_scenes = 200
-        config.num_epochs = 3.0
-        config.batch_size = 16
-        config.log_every = 5
-        config.evals.dev.every = 10
     return config

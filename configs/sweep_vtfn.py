@@ -7,56 +7,108 @@
 Grid arguments choose a sub-grid; each takes one value or several joined by
 ``+``: ``encoder`` (bow_sum, bow_mean, gru, lstm, cnn), ``loss`` (pearson,
 covariance, kendall, rank, margin, triplet, or any other capsim.losses name)
-and ``dataset`` (shapes_world, files). Every other argument goes to
-``vtfn_common.vtfn_config`` (data_dir, features, epochs, runlocal, ...) and applies
-to all jobs. ``get_config`` returns the config of the grid's first job, so a
-job started by ``launch.sweep`` (which narrows each grid argument to one value)
-gets exactly the config ``vtfn_config`` builds for it.
-
-Encoder and dataset are swept through the config argument (``arg.*`` keys)
-because each sets several fields (dropout; evaluation tasks); the loss is a
-plain ``config.loss.name`` override.
+and ``dataset`` (shapes_world, files). The other arguments are the numbers
+below and vtfn_jax.config_lib.OPTIONS (data_dir, features, runlocal, ...); they
+apply to every job. ``get_config`` is the grid's first job; the others change
+it through ``config.*`` keys: the encoder replaces ``config.model`` (a BOW tower
+ties its sizes to the word vectors), the dataset sets ``config.data.source`` and
+its evaluation tasks, the loss ``config.loss.name``.
 """
 
 import ml_collections
 
-from configs import vtfn_common
+from capsim import config_lib as common
+from vtfn_jax import config_lib as vtfn_common
 
-ENCODERS = ("bow_sum", "bow_mean", "gru", "lstm", "cnn")
+TRAIN_MODULE = "vtfn_jax.train"
+ENCODERS = {
+    "bow_sum": dict(kind="bow_sum"),
+    "bow_mean": dict(kind="bow_mean"),
+    "gru": dict(kind="gru", dropout=0.2),
+    "lstm": dict(kind="lstm", dropout=0.2),
+    "cnn": dict(kind="cnn", widths=(1, 2, 3), features=128, pooling="max", dropout=0.2),
+}
 LOSSES = ("pearson", "covariance", "kendall", "rank", "margin", "triplet")
 DATASETS = ("shapes_world", "files")
-GRID_ARGS = ("encoder", "loss", "dataset")
 VALUE_SEPARATOR = "+"
+# Table column -> path into a job's results.json.
+METRICS = {
+    "same_diff_auc": ("same_diff", "auc"),
+    "same_diff_pearson": ("same_diff", "pearson"),
+    "c2i_mrr": ("retrieval", "c2i_mrr"),
+    "shapes_graded_spearman": ("shapes", "graded_spearman"),
+    "shapes_synonym_spearman": ("shapes", "synonym_spearman"),
+    "dev_auc": ("train", "best_dev_same_image_auc"),
+    "steps": ("train", "steps"),
+}
 
 
-def _split_arg(arg: str | None) -> tuple[dict[str, tuple[str, ...]], str]:
-    """The grid choices in ``arg`` and the remaining ``vtfn_config`` argument."""
-    grid = {"encoder": ENCODERS, "loss": LOSSES, "dataset": DATASETS}
-    rest = []
-    for item in filter(None, (arg or "").split(",")):
-        key, _, value = item.partition("=")
-        if key in GRID_ARGS:
-            if not value:
-                raise ValueError(f"config argument {key!r} needs a value")
-            grid[key] = tuple(value.split(VALUE_SEPARATOR))
-        else:
-            rest.append(item)
-    return grid, ",".join(rest)
-
-
-def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    grid, rest = _split_arg(arg)
-    return vtfn_common.vtfn_config(
-        rest, encoder=grid["encoder"][0], source=grid["dataset"][0], loss=grid["loss"][0]
+def _parse(arg: str | None) -> ml_collections.ConfigDict:
+    return common.parse_arg(
+        arg,
+        **vtfn_common.OPTIONS,
+        encoder=VALUE_SEPARATOR.join(ENCODERS),
+        loss=VALUE_SEPARATOR.join(LOSSES),
+        dataset=VALUE_SEPARATOR.join(DATASETS),
+        dim=128,  # N
+        lr=1e-3,  # Adam
+        decay=0.5,  # the learning rate's factor every decay_steps
+        decay_steps=2000,
+        l2=1e-6,
+        batch=128,
+        epochs=20.0,  # with early stopping (patience 5) on the dev evaluation
+        eval_every=100,
     )
 
 
+def _choices(arg: ml_collections.ConfigDict, key: str) -> tuple[str, ...]:
+    values = tuple(filter(None, arg[key].split(VALUE_SEPARATOR)))
+    if key == "encoder" and set(values) - set(ENCODERS):
+        raise KeyError(
+            f"unknown encoders {sorted(set(values) - set(ENCODERS))}; known: {list(ENCODERS)}"
+        )
+    if not values:
+        raise ValueError(f"config argument {key!r} needs a value")
+    return values
+
+
+def _job_config(
+    arg: ml_collections.ConfigDict, dataset: str, encoder: str, loss: str
+) -> ml_collections.ConfigDict:
+    job = ml_collections.ConfigDict({**arg.to_dict(), "loss": loss})
+    config = vtfn_common.run(job, source=dataset)
+    config.model = vtfn_common.model(job, encoder=ENCODERS[encoder])
+    config.loss = vtfn_common.loss(job)
+    return vtfn_common.finish(config, job)
+
+
+def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
+    arg = _parse(arg)
+    return _job_config(arg, *(_choices(arg, key)[0] for key in ("dataset", "encoder", "loss")))
+
+
 def get_sweep(hyper, arg: str | None = None) -> list[dict]:
-    grid, _ = _split_arg(arg)
+    arg = _parse(arg)
+    first = {key: _choices(arg, key)[0] for key in ("dataset", "encoder", "loss")}
+
+    def config_of(**choice: str) -> ml_collections.ConfigDict:
+        return _job_config(arg, **{**first, **choice})
+
+    datasets = {
+        name: {
+            "config.data.source": name,
+            "config.evals": config_of(dataset=name).evals.to_dict(),
+        }
+        for name in _choices(arg, "dataset")
+    }
+    encoders = {
+        name: {"config.model": config_of(encoder=name).model.to_dict()}
+        for name in _choices(arg, "encoder")
+    }
     return hyper.product(
         [
-            hyper.sweep("arg.dataset", grid["dataset"]),
-            hyper.sweep("arg.encoder", grid["encoder"]),
-            hyper.sweep("config.loss.name", grid["loss"]),
+            hyper.sweep("dataset", datasets),
+            hyper.sweep("encoder", encoders),
+            hyper.sweep("config.loss.name", _choices(arg, "loss")),
         ]
     )

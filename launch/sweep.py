@@ -3,19 +3,24 @@
     python -m launch.sweep --config=configs/sweep_vtfn.py:dataset=shapes_world \\
         --workdir=runs/grid [--jobs 2] [--max_runs N] [--runlocal]
 
-The config file defines ``get_config(arg)`` and ``get_sweep(hyper, arg)``;
-``get_sweep`` returns one dict per job built with ``hyper.sweep`` and
-``hyper.product`` (big_vision's style). A key ``config.a.b`` becomes the
-command-line override ``--config.a.b=value`` (existing keys only: the config
-is locked); a key ``arg.name`` sets ``name=value`` in the job's config
-argument, for choices that ``get_config`` turns into several fields (an
-encoder sets its dropout, a dataset its evaluation tasks).
+The config file defines ``get_config(arg)``, ``get_sweep(hyper, arg)``,
+``TRAIN_MODULE`` (the ``python -m`` module that trains a job, e.g.
+``vtfn_jax.train`` or ``i2ce_jax.train``; ``--train_module`` overrides it) and
+``METRICS`` (table column -> path into a job's results.json). ``get_sweep``
+returns one dict per job built with ``hyper.sweep`` and ``hyper.product``
+(big_vision's style). Every key is a ``config.*`` key; the job's config is
+``get_config(arg)`` updated by ``ConfigDict.update_from_flattened_dict``, which
+replaces existing fields only (a wrong key stops the sweep before any job runs)
+and takes whole dicts for blocks such as ``config.model``. A value swept from a
+mapping is labelled by its key, and a sweep whose key has no ``config.`` prefix
+is a choice that sets several fields at once: its values map a label to a dict
+of ``config.*`` keys (a dataset sets its source and its evaluation tasks).
 
-Each job runs ``python -m vtfn_jax.train`` in ``WORKDIR/<job name>``, logging
-to ``log.txt`` there. A job whose folder already holds ``results.json`` is
-skipped, so rerunning the command resumes the grid; a failed job does not stop
-the others, but makes the exit code non-zero. At the end ``aggregate`` writes
-``WORKDIR/results.csv`` and ``WORKDIR/results.md``.
+Each job runs ``python -m TRAIN_MODULE --config=FILE:ARG --overrides=JOB/overrides.json``
+in ``WORKDIR/<job name>``, logging to ``log.txt`` there. A job whose folder
+already holds ``results.json`` is skipped, so rerunning the command resumes the
+grid; a failed job does not stop the others, but makes the exit code non-zero.
+At the end ``aggregate`` writes ``WORKDIR/results.csv`` and ``WORKDIR/results.md``.
 """
 
 from __future__ import annotations
@@ -36,34 +41,33 @@ import types
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from capsim.config_lib import apply_overrides
 from capsim.eval.correlation import format_table
 from capsim.workdir import RESULTS_FILE
 
-TRAIN_MODULE = "vtfn_jax.train"
 CONFIG_PREFIX = "config."
-ARG_PREFIX = "arg."
 JOB_FILE = "job.json"
+OVERRIDES_FILE = "overrides.json"
 LOG_FILE = "log.txt"
 MAX_NAME_CHARS = 200
 NAME_HASH_CHARS = 8
 UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._+=,-]")
-
-# Table column -> path into a job's results.json.
-METRICS = {
-    "same_diff_auc": ("same_diff", "auc"),
-    "same_diff_pearson": ("same_diff", "pearson"),
-    "c2i_mrr": ("retrieval", "c2i_mrr"),
-    "shapes_graded_spearman": ("shapes", "graded_spearman"),
-    "shapes_synonym_spearman": ("shapes", "synonym_spearman"),
-    "dev_auc": ("train", "best_dev_same_image_auc"),
-    "steps": ("train", "steps"),
-}
 STS_AVERAGE = "avg2016"
 STS_YEAR_METRIC = "spearman_mean"
 
 
-def sweep(key: str, values: Sequence) -> list[dict]:
-    """One job per value of ``key``."""
+@dataclasses.dataclass(frozen=True)
+class Choice:
+    """A swept value with the label that names it in job folders and tables."""
+
+    label: str
+    value: object
+
+
+def sweep(key: str, values: Sequence | Mapping[str, object]) -> list[dict]:
+    """One job per value of ``key``; a mapping's keys label its values."""
+    if isinstance(values, Mapping):
+        return [{key: Choice(str(label), value)} for label, value in values.items()]
     return [{key: value} for value in values]
 
 
@@ -79,7 +83,7 @@ hyper = types.SimpleNamespace(sweep=sweep, product=product)
 
 
 def param_label(key: str) -> str:
-    """``config.loss.name`` -> ``loss``, ``config.model.encoder`` -> ``encoder``, ``arg.x`` -> ``x``."""
+    """``config.loss.name`` -> ``loss``, ``config.model.hidden_dim`` -> ``hidden_dim``."""
     parts = key.split(".")
     return parts[-2] if parts[-1] == "name" and len(parts) > 2 else parts[-1]
 
@@ -94,36 +98,28 @@ def job_name(params: Mapping[str, object]) -> str:
     return name
 
 
-def _flag_value(value: object) -> str:
-    if isinstance(value, bool):
-        return str(value).lower()
-    return str(value)
-
-
 def _merge_arg(arg: str, settings: Mapping[str, object]) -> str:
     """Sets ``name=value`` items in a config argument, replacing earlier settings of the name."""
     items = {item.partition("=")[0]: item for item in filter(None, arg.split(","))}
     for name, value in settings.items():
-        items[name] = name if value is True else f"{name}={_flag_value(value)}"
+        items[name] = name if value is True else f"{name}={value}"
     return ",".join(items.values())
 
 
 @dataclasses.dataclass
 class Job:
     name: str
-    params: dict[str, object]  # label -> swept value, for names and tables
-    config_arg: str
-    overrides: dict[str, object]  # dotted key under config -> value
+    params: dict[str, object]  # label -> swept value's label, for names and tables
+    overrides: dict[str, object]  # ``config.*`` key -> value
 
-    def command(self, config_file: Path, workdir: Path) -> list[str]:
-        config = f"{config_file}:{self.config_arg}" if self.config_arg else str(config_file)
+    def command(self, train_module: str, config: str, workdir: Path) -> list[str]:
         return [
             sys.executable,
             "-m",
-            TRAIN_MODULE,
+            train_module,
             f"--config={config}",
             f"--workdir={workdir / self.name}",
-            *(f"--config.{key}={_flag_value(value)}" for key, value in self.overrides.items()),
+            f"--overrides={workdir / self.name / OVERRIDES_FILE}",
         ]
 
 
@@ -134,50 +130,46 @@ def load_config_module(path: str | Path) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(f"sweep_config_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    for needed in ("get_config", "get_sweep"):
+    for needed in ("get_config", "get_sweep", "TRAIN_MODULE", "METRICS"):
         if not hasattr(module, needed):
-            raise AttributeError(f"sweep config {path} defines no {needed}()")
+            raise AttributeError(f"sweep config {path} defines no {needed}")
     return module
 
 
-def _check_overrides(module: types.ModuleType, job: Job) -> None:
-    """Builds the job's config and applies its overrides, so a bad key fails before any job runs."""
-    config = module.get_config(job.config_arg or None)
-    config.lock()
-    for key, value in job.overrides.items():
-        *parents, leaf = key.split(".")
-        node = config
-        for part in parents:
-            node = node[part]
-        if leaf not in node:
-            raise KeyError(f"job {job.name}: config has no field {key!r}")
-        node[leaf] = value
+def _job(entry: Mapping[str, object]) -> Job:
+    overrides, params = {}, {}
+    for key, value in entry.items():
+        label = value.label if isinstance(value, Choice) else value
+        value = value.value if isinstance(value, Choice) else value
+        if key.startswith(CONFIG_PREFIX):
+            overrides[key] = value
+        elif isinstance(value, Mapping) and all(k.startswith(CONFIG_PREFIX) for k in value):
+            overrides.update(value)
+        else:
+            raise KeyError(
+                f"sweep key {key!r} must start with {CONFIG_PREFIX!r}, or map labels "
+                f"to dicts of {CONFIG_PREFIX}* keys"
+            )
+        params[param_label(key)] = label
+    if len(params) != len(entry):
+        raise ValueError(f"sweep keys {sorted(entry)} share a column label; rename one")
+    return Job(job_name(params), params, overrides)
 
 
 def expand_grid(module: types.ModuleType, arg: str) -> list[Job]:
     """The sweep's jobs, each checked against the config it overrides."""
-    jobs = []
-    for entry in module.get_sweep(hyper, arg or None):
-        settings, overrides, params = {}, {}, {}
-        for key, value in entry.items():
-            if key.startswith(ARG_PREFIX):
-                settings[key.removeprefix(ARG_PREFIX)] = value
-            elif key.startswith(CONFIG_PREFIX):
-                overrides[key.removeprefix(CONFIG_PREFIX)] = value
-            else:
-                raise KeyError(
-                    f"sweep key {key!r} must start with {CONFIG_PREFIX!r} or {ARG_PREFIX!r}"
-                )
-            params[param_label(key)] = value
-        if len(set(params)) != len(entry):
-            raise ValueError(f"sweep keys {sorted(entry)} share a column label; rename one")
-        jobs.append(Job(job_name(params), params, _merge_arg(arg, settings), overrides))
+    jobs = [_job(entry) for entry in module.get_sweep(hyper, arg or None)]
     names = [job.name for job in jobs]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ValueError(f"sweep has several jobs named {duplicates}")
     for job in jobs:
-        _check_overrides(module, job)
+        config = module.get_config(arg or None)
+        config.lock()
+        try:
+            apply_overrides(config, job.overrides)
+        except (KeyError, AttributeError, TypeError) as error:
+            raise KeyError(f"job {job.name}: {error}") from error
     return jobs
 
 
@@ -185,11 +177,12 @@ def _write_json(path: Path, payload: dict) -> None:
     path.write_text(json.dumps(payload, indent=2) + "\n")
 
 
-def run_job(job: Job, config_file: Path, workdir: Path) -> int:
+def run_job(job: Job, train_module: str, config: str, workdir: Path) -> int:
     """Runs one job to completion, its output in log.txt; returns the exit code."""
     job_dir = workdir / job.name
     job_dir.mkdir(parents=True, exist_ok=True)
-    command = job.command(config_file, workdir)
+    _write_json(job_dir / OVERRIDES_FILE, job.overrides)
+    command = job.command(train_module, config, workdir)
     record = {"name": job.name, "params": job.params, "command": command}
     _write_json(job_dir / JOB_FILE, record)
     start = time.monotonic()
@@ -216,12 +209,16 @@ def run_sweep(
     jobs: int = 1,
     max_runs: int | None = None,
     runlocal: bool = False,
+    train_module: str | None = None,
 ) -> int:
     """Expands and runs the grid; returns the number of failed jobs."""
     config_file, _, arg = config.partition(":")
     if runlocal:
         arg = _merge_arg(arg, {"runlocal": True})
-    grid = expand_grid(load_config_module(config_file), arg)
+    module = load_config_module(config_file)
+    grid = expand_grid(module, arg)
+    train_module = train_module or module.TRAIN_MODULE
+    config = f"{config_file}:{arg}" if arg else config_file
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     pending = [job for job in grid if not (workdir / job.name / RESULTS_FILE).exists()]
@@ -233,7 +230,7 @@ def run_sweep(
     start = time.monotonic()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
     try:
-        futures = {pool.submit(run_job, job, Path(config_file), workdir): job for job in pending}
+        futures = {pool.submit(run_job, job, train_module, config, workdir): job for job in pending}
         for finished, future in enumerate(concurrent.futures.as_completed(futures), 1):
             job = futures[future]
             ok = future.result() == 0
@@ -250,7 +247,7 @@ def run_sweep(
             )
     finally:  # on Ctrl-C, start no queued job
         pool.shutdown(wait=True, cancel_futures=True)
-    aggregate(workdir)
+    aggregate(workdir, module.METRICS)
     print(f"wrote {workdir / 'results.csv'} and {workdir / 'results.md'}")
     for job in failed:
         print(f"FAILED {job.name}: see {workdir / job.name / LOG_FILE}", file=sys.stderr)
@@ -265,9 +262,9 @@ def _lookup(results: Mapping, path: Sequence[str]) -> object:
     return results
 
 
-def _metrics(results: Mapping) -> dict[str, object]:
+def _metrics(results: Mapping, metrics: Mapping[str, Sequence[str]]) -> dict[str, object]:
     """The table's metrics of one results.json; STS adds per-year Spearman and avg2016."""
-    row = {column: _lookup(results, path) for column, path in METRICS.items()}
+    row = {column: _lookup(results, path) for column, path in metrics.items()}
     sts = results.get("sts") or {}
     for year, scores in sts.items():
         if isinstance(scores, Mapping):
@@ -287,8 +284,9 @@ def _union(keys: Iterable[Iterable[str]]) -> list[str]:
     return list(dict.fromkeys(key for group in keys for key in group))
 
 
-def aggregate(workdir: str | Path) -> list[dict[str, object]]:
-    """One row per job folder under ``workdir``: swept values, status, metrics, log path.
+def aggregate(workdir: str | Path, metrics: Mapping[str, Sequence[str]]) -> list[dict[str, object]]:
+    """One row per job folder under ``workdir``: swept values, status, ``metrics``
+    (column -> path into results.json), log path.
 
     Writes ``results.csv`` (every column) and ``results.md`` (the table, then
     the failed jobs with their logs); missing metrics are empty.
@@ -299,20 +297,20 @@ def aggregate(workdir: str | Path) -> list[dict[str, object]]:
         record = json.loads(job_file.read_text())
         status = _status(job_file.parent, record)
         results_file = job_file.parent / RESULTS_FILE
-        metrics = _metrics(json.loads(results_file.read_text())) if status == "ok" else {}
-        jobs.append((record, status, metrics, job_file.parent / LOG_FILE))
+        row = _metrics(json.loads(results_file.read_text()), metrics) if status == "ok" else {}
+        jobs.append((record, status, row, job_file.parent / LOG_FILE))
     param_columns = _union(record["params"] for record, *_ in jobs)
-    metric_columns = _union([METRICS, *(metrics for _, _, metrics, _ in jobs)])
+    metric_columns = _union([metrics, *(row for _, _, row, _ in jobs)])
     columns = ["job", *param_columns, "status", *metric_columns, "log"]
     rows = [
         {
             "job": record["name"],
             **{column: record["params"].get(column, "") for column in param_columns},
             "status": status,
-            **{column: metrics.get(column, "") for column in metric_columns},
+            **{column: row.get(column, "") for column in metric_columns},
             "log": str(log),
         }
-        for record, status, metrics, log in jobs
+        for record, status, row, log in jobs
     ]
     with open(workdir / "results.csv", "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=columns)
@@ -337,8 +335,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--runlocal", action="store_true", help="tiny jobs (adds runlocal to the arg)"
     )
+    parser.add_argument(
+        "--train_module", default=None, help="default: the sweep config's TRAIN_MODULE"
+    )
     args = parser.parse_args(argv)
-    failed = run_sweep(args.config, args.workdir, args.jobs, args.max_runs, args.runlocal)
+    failed = run_sweep(
+        args.config, args.workdir, args.jobs, args.max_runs, args.runlocal, args.train_module
+    )
     return 1 if failed else 0
 
 

@@ -31,3 +31,13 @@ requires_keras = requires("keras", "features")
 requires_pil = requires("PIL", "features")
 requires_gensim = requires("gensim", "baselines")
 requires_matplotlib = requires("matplotlib", "viz")
+
+
+# config.model.encoder of each text-tower kind, dropout off, small CNN.
+ENCODER_SPECS = {
+    "bow_sum": {"kind": "bow_sum"},
+    "bow_mean": {"kind": "bow_mean"},
+    "gru": {"kind": "gru", "dropout": 0.0},
+    "lstm": {"kind": "lstm", "dropout": 0.0},
+    "cnn": {"kind": "cnn", "widths": (1, 2, 3), "features": 4, "pooling": "max", "dropout": 0.0},
+}

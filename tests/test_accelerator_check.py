@@ -3,6 +3,7 @@ against hand-computed totals and XLA's own count."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -21,7 +22,7 @@ import accelerator_check
 import flops
 
 from capsim import text
-from configs import i2ce_common, vtfn_common
+from configs import coco_bow, i2ce_coco_margin
 from i2ce_jax import model as i2ce_model
 from vtfn_jax import model as vtfn_model
 
@@ -102,7 +103,7 @@ def test_unknown_device_has_no_table_peak():
 
 
 def test_paper_scale_i2ce_step_flops():
-    config = i2ce_common.coco_config(None, loss="margin")
+    config = i2ce_coco_margin.get_config()
     assert (config.batch_size, config.data.max_len) == (128, 20)
     assert (config.model.embed_dim, config.model.hidden_dim) == (300, 512)
     count = flops.i2ce_step_flops(config, vocab_size=10_000)
@@ -126,7 +127,7 @@ def _xla_training_flops(model: nnx.Module, loss_fn, batch: dict) -> float:
 
 
 def _i2ce(tokens: int = 8, vocab: int = 3000):
-    config = i2ce_common.coco_config("embed=32,hidden=128,batch=16", loss="margin")
+    config = i2ce_coco_margin.get_config("embed=32,hidden=128,batch=16")
     config.data.max_len = tokens
     ids, mask = accelerator_check.caption_batch(np.random.default_rng(0), 16, tokens, vocab)
     batch = {"anchor_ids": ids, "anchor_mask": mask, "group": jnp.arange(16) // 2}
@@ -136,7 +137,7 @@ def _i2ce(tokens: int = 8, vocab: int = 3000):
 
 def _vtfn(encoder: str, vocab: int = 300, image_dim: int = 256):
     """With the caption-pivot term: two encoded captions, frozen image features."""
-    config = vtfn_common.vtfn_config("dim=64,pivot=1.0", encoder=encoder, source="files")
+    config = importlib.import_module(f"configs.coco_{encoder}").get_config("dim=64,pivot=1.0")
     config.batch_size, config.data.max_len = 16, 12
     ids, mask = accelerator_check.caption_batch(np.random.default_rng(0), 16, 12, vocab)
     batch = {
@@ -172,7 +173,7 @@ def test_hand_count_matches_xla_with_scan_bodies_counted_once(case):
 
 
 def test_vtfn_image_map_has_no_input_gradient():
-    config = vtfn_common.vtfn_config("dim=64", encoder="bow_sum", source="files")
+    config = coco_bow.get_config("dim=64")
     count = flops.vtfn_step_flops(config, image_dim=2048)
     image_map = flops.matmul_flops(config.batch_size, 2048, 64)
     similarity = flops.matmul_flops(config.batch_size, 64, config.batch_size)

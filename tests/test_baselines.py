@@ -17,7 +17,7 @@ from capsim import text
 from capsim.data import glove
 from capsim.data.records import CaptionRecord
 from capsim.errors import CheckpointError
-from configs import vtfn_common
+from configs import coco_gru
 from vtfn_jax import train
 from vtfn_jax.baselines import KINDS
 from vtfn_jax.baselines.glove_average import WordAverageEmbedder, glove_embedder
@@ -90,11 +90,13 @@ def assert_finite_same_diff(results: dict) -> None:
 
 
 def test_every_config_builds_its_kind_with_vtfn_data_and_eval_keys():
-    vtfn = vtfn_common.vtfn_config("runlocal", encoder="gru", source="files")
+    vtfn = coco_gru.get_config("runlocal")
     for name, kind in CONFIGS.items():
         config = baseline(name, "runlocal")
         assert config.model.kind == kind and kind in train.TRAINERS
         assert config.data.to_dict() == vtfn.data.to_dict()
+        for key in ("batch_size", "num_epochs", "optimizer", "early_stopping"):
+            assert config[key] == vtfn[key], (name, key)
         evals = {k: v for k, v in config.evals.to_dict().items() if k != "dev_perplexity"}
         assert evals == vtfn.evals.to_dict()
         assert "loss" not in config
@@ -111,8 +113,8 @@ def test_config_arguments_are_checked_per_kind():
         baseline("word2vec", "restricted")
     with pytest.raises(KeyError, match="loss"):
         baseline("pure_text_rnn", "loss=kendall")
-    with pytest.raises(KeyError, match="unknown baseline kind 'bert'"):
-        vtfn_common.baseline_config(None, kind="bert", source="files")
+    with pytest.raises(ValueError, match="source must be one of"):
+        baseline("glove_nr", "source=imagenet")
 
 
 @requires_glove

@@ -117,10 +117,10 @@ def test_a_flickr30k_folder_with_a_flickr8k_test_photo_is_refused_by_training(tm
         corpus.load_sources(data_config(root, "coco+flickr30k"), seed=0)
     with pytest.raises(DataFormatError, match="Flickr8k test image"):
         sources.read_source("flickr30k", root)  # the reader refuses it without Flickr8k's files
-    from configs import i2ce_common
+    from configs import i2ce_coco_nce
     from i2ce_jax.train import train_and_evaluate
 
-    config = i2ce_common.coco_config(f"data_dir={root},sources=coco+flickr30k,runlocal", "infonce")
+    config = i2ce_coco_nce.get_config(f"data_dir={root},sources=coco+flickr30k,runlocal")
     with pytest.raises(DataFormatError, match=rf"image '{FLICKR8K_TEST_PHOTO}\.jpg'"):
         train_and_evaluate(config, tmp_path / "work")  # the training command refuses it
 
@@ -287,13 +287,14 @@ def test_make_batch_marks_captions_without_a_second_caption(tmp_path):
 
 
 def test_correlation_losses_refuse_single_caption_images(tmp_path):
-    from configs import i2ce_common
+    from configs import i2ce_coco_nce
     from i2ce_jax.train import train_and_evaluate
 
     root = make_data_dir(tmp_path / "data")
-    config = i2ce_common.coco_config(
-        f"data_dir={root},sources=coco+cc3m,dev_sets=coco,runlocal,embed=8,hidden=8", "kendall"
+    config = i2ce_coco_nce.get_config(
+        f"data_dir={root},sources=coco+cc3m,dev_sets=coco,runlocal,embed=8,hidden=8"
     )
+    config.loss.name = "kendall"  # pairs a caption with a second one of its image
     config.data.dev_images = 2
     config.data.min_count = 1
     with pytest.raises(ValueError, match=r"loss 'kendall'.*have one caption"):

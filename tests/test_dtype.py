@@ -6,27 +6,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import ENCODER_SPECS as SPECS
 from flax import nnx
 from jax.extend.core import jaxprs_in_params
 
 from capsim import encoders
 from capsim.train import Trainer
-from configs import i2ce_common, vtfn_common
+from configs import demo_gru, i2ce_coco_margin
 from i2ce_jax import model as i2ce_model
 from vtfn_jax import model as vtfn_model
 
 VOCAB = 40
 IMAGE_DIM = 24
 BATCH, LENGTH = 8, 9
-ENCODER_CONFIG = dict(
-    embed_dim=16,
-    hidden_dim=32,
-    dropout=0.0,
-    cnn_widths=(1, 2, 3),
-    cnn_features=8,
-    cnn_pooling="max",
-    out_dim=12,
-)
+EMBED_DIM, OUT_DIM = 16, 12
 # bfloat16 keeps 8 bits of mantissa: outputs of order 1 agree to about 1e-2.
 BF16_ATOL = 3e-2
 BF16_LOSS_RTOL = 2e-2  # plus BF16_ATOL: an untrained VTFN's Pearson loss is near 0
@@ -59,13 +52,17 @@ def _matmul_operand_dtypes(fn, *args) -> set[str]:
     return found
 
 
-@pytest.mark.parametrize("name", sorted(encoders.ENCODERS))
+def _encoder(name: str, dtype: str) -> nnx.Module:
+    out_dim = EMBED_DIM if name.startswith("bow") else OUT_DIM
+    return encoders.build_encoder(
+        SPECS[name], VOCAB, embed_dim=EMBED_DIM, out_dim=out_dim, rngs=nnx.Rngs(0), dtype=dtype
+    )
+
+
+@pytest.mark.parametrize("name", sorted(SPECS))
 def test_bf16_encoder_is_close_to_f32_with_f32_params(name):
     ids, mask = _tokens()
-    f32 = encoders.build_encoder(name, VOCAB, ENCODER_CONFIG, rngs=nnx.Rngs(0))
-    bf16 = encoders.build_encoder(
-        name, VOCAB, {**ENCODER_CONFIG, "dtype": "bfloat16"}, rngs=nnx.Rngs(0)
-    )
+    f32, bf16 = _encoder(name, "float32"), _encoder(name, "bfloat16")
     assert _param_dtypes(bf16) == {"float32"}
     out32, out16 = f32(ids, mask), bf16(ids, mask)
     assert out16.dtype == jnp.float32
@@ -78,17 +75,15 @@ def test_bf16_encoder_is_close_to_f32_with_f32_params(name):
 
 def test_unknown_dtype_is_a_clear_error():
     with pytest.raises(ValueError, match=r"config.model.dtype.*'float16'.*bfloat16"):
-        encoders.build_encoder(
-            "gru", VOCAB, {**ENCODER_CONFIG, "dtype": "float16"}, rngs=nnx.Rngs(0)
-        )
-    config = i2ce_common.coco_config("runlocal,embed=16,hidden=32", loss="margin")
+        _encoder("gru", "float16")
+    config = i2ce_coco_margin.get_config("runlocal,embed=16,hidden=32")
     config.model.dtype = "half"
     with pytest.raises(ValueError, match="'half'"):
         i2ce_model.build_model(config, VOCAB)
 
 
 def _i2ce(dtype: str):
-    config = i2ce_common.coco_config("runlocal,embed=16,hidden=32", loss="margin")
+    config = i2ce_coco_margin.get_config("runlocal,embed=16,hidden=32")
     config.model.dtype = dtype
     ids, mask = _tokens()
     batch = {"anchor_ids": ids, "anchor_mask": mask, "group": jnp.arange(BATCH) // 2}
@@ -96,7 +91,7 @@ def _i2ce(dtype: str):
 
 
 def _vtfn(dtype: str):
-    config = vtfn_common.vtfn_config("runlocal,dim=16", encoder="gru", source="shapes_world")
+    config = demo_gru.get_config("runlocal,dim=16")
     config.model.dtype = dtype
     ids, mask = _tokens()
     features = jax.random.normal(jax.random.key(1), (BATCH, IMAGE_DIM))

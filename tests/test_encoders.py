@@ -6,21 +6,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import ENCODER_SPECS as SPECS
 from flax import nnx
 
 from capsim import encoders
 
 VOCAB = 12
 PAD = 0
-CONFIG = {
-    "embed_dim": 6,
-    "hidden_dim": 5,
-    "dropout": 0.0,
-    "cnn_widths": (1, 2, 3),
-    "cnn_features": 4,
-    "cnn_pooling": "max",
-    "out_dim": 3,
-}
+EMBED_DIM = 6
 EXPECTED_OUT_DIM = {"bow_sum": 6, "bow_mean": 6, "gru": 5, "lstm": 5, "cnn": 3}
 SENTENCES = [[3, 4, 5, 6, 7], [8, 2], [9]]
 TOL = 1e-6
@@ -35,15 +28,24 @@ def pad_batch(sentences, length, pad_id=PAD):
     return jnp.asarray(ids), jnp.asarray(mask)
 
 
-def build(name, config=CONFIG, seed=0, **kwargs):
-    return encoders.build_encoder(name, VOCAB, config, rngs=nnx.Rngs(seed), **kwargs)
+def build(name, seed=0, **changes):
+    """The ``name`` encoder of SPECS with ``changes`` to its own keys (or embedding_init)."""
+    init = changes.pop("embedding_init", None)
+    return encoders.build_encoder(
+        {**SPECS[name], **changes},
+        VOCAB,
+        embed_dim=EMBED_DIM,
+        out_dim=EXPECTED_OUT_DIM[name],
+        rngs=nnx.Rngs(seed),
+        embedding_init=init,
+    )
 
 
 def embedding_table(model):
     return np.asarray(model.embed.embedding[...])
 
 
-@pytest.mark.parametrize("name", sorted(encoders.ENCODERS))
+@pytest.mark.parametrize("name", sorted(SPECS))
 def test_output_shape_and_padding_invariance(name):
     model = build(name)
     ids8, mask8 = pad_batch(SENTENCES, 8)
@@ -111,8 +113,7 @@ def test_scan_rnn_from_a_given_carry_matches_loop_and_zeroes_padded_outputs():
 
 @pytest.mark.parametrize("pooling", ["max", "mean"])
 def test_cnn_width_one_matches_numpy_masked_pooling(pooling):
-    config = {**CONFIG, "cnn_widths": (1,), "cnn_pooling": pooling}
-    model = build("cnn", config)
+    model = build("cnn", widths=(1,), pooling=pooling)
     ids, mask = pad_batch(SENTENCES, 6)
     table = embedding_table(model)
     kernel = np.asarray(model.convs[0].kernel[...])[0]  # [E, F] for width 1
@@ -128,7 +129,7 @@ def test_cnn_width_one_matches_numpy_masked_pooling(pooling):
 @pytest.mark.parametrize("name", ["gru", "cnn"])
 def test_dropout_is_identity_in_eval_and_random_in_train(name):
     ids, mask = pad_batch(SENTENCES, 8)
-    model = build(name, {**CONFIG, "dropout": 0.5})
+    model = build(name, dropout=0.5)
     reference = build(name)
     nnx.update(reference, nnx.state(model, nnx.Param))
     model.eval()
@@ -140,8 +141,8 @@ def test_dropout_is_identity_in_eval_and_random_in_train(name):
 
 
 def test_embedding_init_is_used_and_checked():
-    table = np.arange(VOCAB * CONFIG["embed_dim"], dtype=np.float32).reshape(VOCAB, -1) / 10
-    for name in encoders.ENCODERS:
+    table = np.arange(VOCAB * EMBED_DIM, dtype=np.float32).reshape(VOCAB, -1) / 10
+    for name in SPECS:
         model = build(name, embedding_init=table)
         np.testing.assert_array_equal(embedding_table(model), table)
     ids, mask = pad_batch(SENTENCES, 8)
@@ -166,7 +167,7 @@ def test_jit_matches_eager_both_ways(name):
     np.testing.assert_allclose(via_merge, eager, atol=TOL)
 
 
-@pytest.mark.parametrize("name", sorted(encoders.ENCODERS))
+@pytest.mark.parametrize("name", sorted(SPECS))
 def test_gradients_reach_used_embeddings_only(name):
     model = build(name)
     ids, mask = pad_batch(SENTENCES, 8, pad_id=11)
@@ -179,12 +180,15 @@ def test_gradients_reach_used_embeddings_only(name):
 
 
 def test_build_encoder_errors_name_the_problem():
+    sizes = dict(embed_dim=4, out_dim=4, rngs=nnx.Rngs(0))
     with pytest.raises(KeyError, match="bow_sum"):
-        build("transformer")
-    with pytest.raises(KeyError, match="hidden_dim"):
-        build("gru", {"embed_dim": 4, "dropout": 0.0})
+        encoders.build_encoder({"kind": "transformer"}, VOCAB, **sizes)
+    with pytest.raises(KeyError, match=r"'gru' takes no \['widths'\].*dropout"):
+        encoders.build_encoder({"kind": "gru", "widths": (1,)}, VOCAB, **sizes)
+    with pytest.raises(ValueError, match="out_dim 5 must equal embed_dim 4"):
+        encoders.build_encoder({"kind": "bow_sum"}, VOCAB, embed_dim=4, out_dim=5, rngs=nnx.Rngs(0))
     with pytest.raises(ValueError, match="max"):
-        build("cnn", {**CONFIG, "cnn_pooling": "median"})
+        build("cnn", pooling="median")
     with pytest.raises(ValueError, match="gru"):
         encoders.RNNEncoder(VOCAB, 4, 4, cell="rnn", rngs=nnx.Rngs(0))
 

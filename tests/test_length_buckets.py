@@ -7,6 +7,7 @@ makes length-bucketed batches a pure speed choice for a given batch.
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import jax
@@ -18,7 +19,7 @@ from flax import nnx
 from capsim import text
 from capsim.data import corpus as corpus_lib
 from capsim.data.records import CaptionRecord
-from configs import i2ce_common, i2ce_demo, vtfn_common
+from configs import i2ce_coco_margin, i2ce_coco_triplet, i2ce_demo
 from i2ce_jax import model as i2ce_model
 from i2ce_jax import train as i2ce_train
 from vtfn_jax import model as vtfn_model
@@ -34,8 +35,8 @@ def _tokens(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return np.where(mask, rng.integers(4, VOCAB, (BATCH, PADDED)), 0).astype(np.int32), mask
 
 
-def _i2ce(loss: str):
-    config = i2ce_common.coco_config("runlocal,embed=16,hidden=32", loss=loss)
+def _i2ce(config_file):
+    config = config_file.get_config("runlocal,embed=16,hidden=32")
     rng = np.random.default_rng(0)
     (anchor_ids, anchor_mask), (similar_ids, similar_mask) = _tokens(rng), _tokens(rng)
     batch = {
@@ -49,7 +50,7 @@ def _i2ce(loss: str):
 
 
 def _vtfn(encoder: str):
-    config = vtfn_common.vtfn_config("runlocal,dim=16", encoder=encoder, source="shapes_world")
+    config = importlib.import_module(f"configs.demo_{encoder}").get_config("runlocal,dim=16")
     ids, mask = _tokens(np.random.default_rng(1))
     features = np.random.default_rng(2).standard_normal((BATCH, IMAGE_DIM), np.float32)
     batch = {"ids": ids, "mask": mask, "features": features, "group": np.arange(BATCH)}
@@ -58,9 +59,9 @@ def _vtfn(encoder: str):
 
 
 CASES = {
-    "i2ce-margin": lambda: _i2ce("margin"),
-    "i2ce-triplet": lambda: _i2ce("triplet"),
-    **{f"vtfn-{name}": lambda name=name: _vtfn(name) for name in ("bow_sum", "gru", "lstm", "cnn")},
+    "i2ce-margin": lambda: _i2ce(i2ce_coco_margin),
+    "i2ce-triplet": lambda: _i2ce(i2ce_coco_triplet),
+    **{f"vtfn-{name}": lambda name=name: _vtfn(name) for name in ("bow", "gru", "lstm", "cnn")},
 }
 
 

@@ -6,6 +6,7 @@ of PinModelA and word2vec check that baselines load the same way.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import shutil
@@ -26,7 +27,7 @@ from capsim.eval.evaluators import Evaluators
 from capsim.eval.evaluators.base import Subject
 from capsim.eval.evaluators.sts import SickR, StsBenchmark
 from capsim.eval.sts import read_sts_tsv
-from configs import demo_bow, vtfn_common
+from configs import demo_bow
 from vtfn_jax import SentenceEncoder, evaluate, train
 
 REPO = Path(__file__).resolve().parents[1]
@@ -195,7 +196,8 @@ def test_a_missing_workdir_is_a_checkpoint_error(tmp_path):
 
 
 def small_baseline(kind: str, root: Path, **model):
-    config = vtfn_common.baseline_config("runlocal,source=shapes_world", kind=kind, source="files")
+    config_file = importlib.import_module(f"configs.baseline_{kind}")
+    config = config_file.get_config("runlocal,source=shapes_world")
     config.model.update(model)
     config.num_steps = 2
     for name in ("same_diff", "retrieval", "shapes"):

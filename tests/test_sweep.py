@@ -10,7 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from configs import sweep_vtfn, vtfn_common
+from capsim import config_lib
+from configs import (
+    coco_cnn,
+    coco_gru,
+    demo_bow,
+    demo_gru,
+    i2ce_coco_margin,
+    i2ce_coco_recon,
+    sweep_vtfn,
+)
 from launch import sweep
 
 REPO = Path(__file__).resolve().parents[1]
@@ -20,13 +29,15 @@ BAD_LOSS = "no_such_loss"
 
 
 def test_product_of_sweeps_varies_the_last_fastest():
-    grid = sweep.product([sweep.sweep("arg.a", [1, 2]), sweep.sweep("config.b", ["x", "y"])])
+    grid = sweep.product([sweep.sweep("config.a", [1, 2]), sweep.sweep("config.b", ["x", "y"])])
     assert grid == [
-        {"arg.a": 1, "config.b": "x"},
-        {"arg.a": 1, "config.b": "y"},
-        {"arg.a": 2, "config.b": "x"},
-        {"arg.a": 2, "config.b": "y"},
+        {"config.a": 1, "config.b": "x"},
+        {"config.a": 1, "config.b": "y"},
+        {"config.a": 2, "config.b": "x"},
+        {"config.a": 2, "config.b": "y"},
     ]
+    labelled = sweep.sweep("config.model", {"small": {"dim": 8}})
+    assert labelled == [{"config.model": sweep.Choice("small", {"dim": 8})}]
 
 
 def test_full_vtfn_grid_is_encoder_by_loss_by_dataset():
@@ -34,32 +45,71 @@ def test_full_vtfn_grid_is_encoder_by_loss_by_dataset():
     assert len(jobs) == len(sweep_vtfn.ENCODERS) * len(sweep_vtfn.LOSSES) * len(sweep_vtfn.DATASETS)
     assert jobs[0].name == "dataset=shapes_world,encoder=bow_sum,loss=pearson"
     assert jobs[-1].params == {"dataset": "files", "encoder": "cnn", "loss": "triplet"}
+    assert all(key.startswith("config.") for job in jobs for key in job.overrides)
 
 
-def test_sub_grid_jobs_get_the_config_vtfn_config_builds():
-    """An encoder or dataset swept through the arg keeps its dependent fields (dropout, tasks)."""
+def _job_config(module, arg: str, job: sweep.Job):
+    config = module.get_config(arg)
+    config.lock()
+    config_lib.apply_overrides(config, json.loads(json.dumps(job.overrides)))  # as a job reads it
+    return config.to_dict()
+
+
+def test_vtfn_grid_jobs_are_the_experiment_files_configs():
+    """A swept encoder brings its own keys (dropout, CNN widths) and a dataset its tasks:
+    each job is the config of the experiment file it stands for."""
     module = sweep.load_config_module(SWEEP_CONFIG)
-    jobs = sweep.expand_grid(module, "dataset=files,encoder=gru,loss=kendall+rank,epochs=2")
-    assert [job.name for job in jobs] == [
-        "dataset=files,encoder=gru,loss=kendall",
-        "dataset=files,encoder=gru,loss=rank",
+    arg = "dataset=files+shapes_world,encoder=gru+cnn+bow_sum,loss=pearson+kendall"
+    jobs = {job.name: job for job in sweep.expand_grid(module, arg)}
+    assert len(jobs) == 12
+    for name, expected in [
+        ("dataset=files,encoder=gru,loss=pearson", coco_gru.get_config()),
+        ("dataset=files,encoder=cnn,loss=kendall", coco_cnn.get_config("loss=kendall")),
+        ("dataset=shapes_world,encoder=gru,loss=kendall", demo_gru.get_config("loss=kendall")),
+        ("dataset=shapes_world,encoder=bow_sum,loss=pearson", demo_bow.get_config()),
+    ]:
+        expected.num_epochs = 20.0  # the grid's own; the demo files train 30
+        assert _job_config(module, arg, jobs[name]) == expected.to_dict(), name
+    arg += ",glove=package"
+    bow = {job.name: job for job in sweep.expand_grid(module, arg)}[
+        "dataset=files,encoder=bow_sum,loss=pearson"
     ]
-    job = jobs[1]
-    assert job.config_arg == "dataset=files,encoder=gru,loss=kendall+rank,epochs=2"
-    assert job.overrides == {"loss.name": "rank"}
-    config = module.get_config(job.config_arg)
-    config.loss.name = job.overrides["loss.name"]
-    expected = vtfn_common.vtfn_config("epochs=2", encoder="gru", source="files", loss="rank")
-    assert config.to_dict() == expected.to_dict()
+    glove = _job_config(module, arg, bow)
+    assert glove["model"]["dim"] == glove["model"]["embed_dim"] == 50  # BOW N = GloVe's size
 
 
-def test_job_command_passes_arg_and_overrides(tmp_path):
+def test_i2ce_grid_runs_through_the_same_launcher():
+    module = sweep.load_config_module(REPO / "configs" / "sweep_i2ce.py")
+    assert module.TRAIN_MODULE == "i2ce_jax.train"
+    jobs = sweep.expand_grid(module, "hidden=256+512")
+    assert len(jobs) == 10 and jobs[0].name == "branch=recon,hidden_dim=256"
+    by_name = {job.name: job for job in jobs}
+    margin_max = _job_config(module, "hidden=256+512", by_name["branch=margin-max,hidden_dim=512"])
+    expected = i2ce_coco_margin.get_config("reduction=max")
+    assert margin_max == expected.to_dict()
+    recon = _job_config(module, "", by_name["branch=recon,hidden_dim=512"])
+    assert recon["loss"] == i2ce_coco_recon.get_config().loss.to_dict()
+    command = jobs[0].command(module.TRAIN_MODULE, "configs/sweep_i2ce.py", Path("/runs"))
+    assert command[1:3] == ["-m", "i2ce_jax.train"]
+    with pytest.raises(KeyError, match="unknown branches"):
+        sweep.expand_grid(module, "branch=recon+quadruplet")
+
+
+def test_job_command_passes_arg_and_overrides_file(tmp_path):
     job = sweep.expand_grid(sweep.load_config_module(SWEEP_CONFIG), "runlocal")[7]
-    command = job.command(SWEEP_CONFIG, tmp_path)
+    command = job.command("vtfn_jax.train", f"{SWEEP_CONFIG}:runlocal", tmp_path)
     assert command[1:3] == ["-m", "vtfn_jax.train"]
-    assert command[3] == f"--config={SWEEP_CONFIG}:runlocal,dataset=shapes_world,encoder=bow_mean"
+    assert command[3] == f"--config={SWEEP_CONFIG}:runlocal"
     assert command[4] == f"--workdir={tmp_path / job.name}"
-    assert command[5] == "--config.loss.name=covariance"
+    assert command[5] == f"--overrides={tmp_path / job.name / sweep.OVERRIDES_FILE}"
+    assert job.params == {"dataset": "shapes_world", "encoder": "bow_mean", "loss": "covariance"}
+    assert job.overrides["config.loss.name"] == "covariance"
+    assert job.overrides["config.model"]["encoder"] == {"kind": "bow_mean"}
+
+
+def test_a_sweep_key_outside_config_is_refused():
+    with pytest.raises(KeyError, match=r"must start with 'config\.'"):
+        sweep._job({"arg.encoder": "gru"})
 
 
 def test_job_names_are_safe_folder_names():
@@ -80,8 +130,7 @@ def _write_sweep_config(tmp_path: Path, extra_job: dict) -> Path:
         textwrap.dedent(
             f"""
             from configs import sweep_vtfn
-
-            get_config = sweep_vtfn.get_config
+            from configs.sweep_vtfn import METRICS, TRAIN_MODULE, get_config
 
 
             def get_sweep(hyper, arg=None):
@@ -123,7 +172,7 @@ def test_aggregate_tabulates_metrics_and_lists_failures(tmp_path):
         },
     )
     _fake_job(tmp_path, {"encoder": "gru", "loss": BAD_LOSS}, 1, None)
-    rows = sweep.aggregate(tmp_path)
+    rows = sweep.aggregate(tmp_path, sweep_vtfn.METRICS)
     assert [row["status"] for row in rows] == ["failed", "ok"]
     ok = rows[1]
     assert (ok["same_diff_auc"], ok["c2i_mrr"], ok["STS16_spearman"], ok["avg2016"]) == (
@@ -143,7 +192,7 @@ def test_aggregate_tabulates_metrics_and_lists_failures(tmp_path):
 
 def test_tiny_grid_runs_resumes_and_survives_a_failed_job(tmp_path, capsys):
     """2 encoders × 2 losses on the shapes world (runlocal), plus a job with an unknown loss."""
-    config = _write_sweep_config(tmp_path, {"arg.encoder": "bow_sum", "config.loss.name": BAD_LOSS})
+    config = _write_sweep_config(tmp_path, {"config.loss.name": BAD_LOSS})
     workdir = tmp_path / "runs"
     argv = [f"--config={config}:{TINY_GRID}", f"--workdir={workdir}", "--jobs=2", "--runlocal"]
 
@@ -153,7 +202,7 @@ def test_tiny_grid_runs_resumes_and_survives_a_failed_job(tmp_path, capsys):
         for e in ("bow_sum", "gru")
         for loss in ("pearson", "kendall")
     ]
-    bad = f"encoder=bow_sum,loss={BAD_LOSS}"
+    bad = f"loss={BAD_LOSS}"
     for name in good:
         results = json.loads((workdir / name / sweep.RESULTS_FILE).read_text())
         assert math.isfinite(results["shapes"]["graded_spearman"])

@@ -38,19 +38,20 @@ class VTFN(nnx.Module):
         rngs: nnx.Rngs,
         embedding_init: np.ndarray | None = None,
     ):
+        dtype = model_config.get("dtype", DEFAULT_DTYPE)
+        spec = encoder_spec(model_config)
+        dim = model_config["dim"]
         self.text = build_encoder(
-            model_config["encoder"],
+            spec,
             vocab_size,
-            model_config,
+            embed_dim=dim if spec["kind"].startswith("bow") else model_config["embed_dim"],
+            out_dim=dim,
             rngs=rngs,
             embedding_init=embedding_init,
+            dtype=dtype,
         )
         self.image_map = nnx.Linear(
-            image_dim,
-            self.text.out_dim,
-            dtype=compute_dtype(model_config.get("dtype", DEFAULT_DTYPE)),
-            param_dtype=PARAM_DTYPE,
-            rngs=rngs,
+            image_dim, dim, dtype=compute_dtype(dtype), param_dtype=PARAM_DTYPE, rngs=rngs
         )
 
     def embed_text(self, ids: jax.Array, mask: jax.Array) -> jax.Array:
@@ -60,16 +61,25 @@ class VTFN(nnx.Module):
         return self.image_map(features).astype(jnp.float32)
 
 
-def text_tower_config(config: ml_collections.ConfigDict) -> dict:
-    """The encoder keys of config.model, with every tower's output size tied to N (``dim``).
+LEGACY_CNN_KEYS = {"cnn_widths": "widths", "cnn_features": "features", "cnn_pooling": "pooling"}
 
-    A BOW sentence vector lives in word-vector space, so its word vectors are N-d.
+
+def encoder_spec(model_config: Mapping) -> dict:
+    """``model.encoder``: the text tower's kind and its own keys; every tower outputs N (``dim``).
+
+    A BOW sentence vector lives in word-vector space, so its word vectors are N-d too.
+    Workdirs written before the spec was a dict name the kind as a string, with the
+    dropout and the ``cnn_*`` keys of every tower beside it; they load as the same model.
     """
-    model = config.model.to_dict()
-    model.update(hidden_dim=model["dim"], out_dim=model["dim"])
-    if model["encoder"].startswith("bow"):
-        model["embed_dim"] = model["dim"]
-    return model
+    encoder = model_config["encoder"]
+    if not isinstance(encoder, str):
+        return dict(encoder)
+    if encoder.startswith("bow"):
+        return {"kind": encoder}
+    spec = {"kind": encoder, "dropout": model_config["dropout"]}
+    if encoder == "cnn":
+        spec.update({new: model_config[old] for old, new in LEGACY_CNN_KEYS.items()})
+    return spec
 
 
 def build_model(
@@ -81,7 +91,7 @@ def build_model(
     return VTFN(
         vocab_size,
         image_dim,
-        text_tower_config(config),
+        config.model,
         rngs=nnx.Rngs(params=config.seed, dropout=config.seed + 1),
         embedding_init=embedding_init,
     )

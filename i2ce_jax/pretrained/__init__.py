@@ -7,7 +7,7 @@ only needed for training and is not shipped), its vocabulary and its metadata;
 ``research``, trained on Flickr text too (non-commercial terms; only by name),
 one folder each beside this file.
 
-Rebuild one (i2ce_jax.pretrained.rebuild: trains configs/i2ce_pretrained.py, then exports
+Rebuild one (i2ce_jax.pretrained.rebuild: trains the recipe in recipe.py, then exports
 into the package):
 
     python -m i2ce_jax.pretrained --name base --data_dir ../shared/data

@@ -1,15 +1,23 @@
-"""Pieces every config shares: ``:key=value`` arguments, trainer defaults, data blocks.
+"""Structure every config shares: ``:key=value`` arguments, the trainer block, data blocks.
 
 A config file is loaded as ``--config=configs/NAME.py:arg``; ``arg`` is a comma
 list such as ``loss=kendall,runlocal``. ``parse_arg`` turns it into a
-ConfigDict, typed by the defaults the file declares. Paper-specific helpers
-live in ``configs/i2ce_common.py`` and ``configs/vtfn_common.py``; each
-experiment file states its own data, model and loss choices with them.
+ConfigDict, typed by the defaults the experiment file declares. The helpers
+here and in ``i2ce_jax/config_lib.py`` and ``vtfn_jax/config_lib.py`` build
+structure from those arguments; the numbers an experiment depends on (sizes,
+learning rate and schedule, batch, epochs, evaluation cadence) are the defaults
+its own file declares, set nowhere else.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import ml_collections
+
+CLIP_NORM = 5.0  # global-norm gradient clipping, the same for every run
+RUNLOCAL_STEPS = 10
+RUNLOCAL_EVERY = 5
 
 
 def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
@@ -35,29 +43,39 @@ def parse_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
     return result
 
 
-def trainer_defaults(config: ml_collections.ConfigDict) -> None:
-    """Fields of the shared training loop (capsim.train.Trainer), filled in place."""
+def trainer(
+    arg: ml_collections.ConfigDict,
+    *,
+    checkpoint_every: int,
+    patience: int,
+    frozen: tuple[str, ...] = (),
+    log_every: int = 50,
+) -> ml_collections.ConfigDict:
+    """The fields of capsim.train.Trainer, from the experiment's own arguments.
+
+    Reads ``batch``, ``epochs`` and Adam's ``lr``, ``decay`` (the learning rate's
+    factor every ``decay_steps``) and ``l2`` from ``arg``; ``frozen`` names
+    parameter paths left untrained, e.g. ``("embed",)`` for fixed GloVe vectors.
+    """
+    config = ml_collections.ConfigDict()
     config.seed = 0
-    config.batch_size = 128
-    config.num_epochs = 4.0
+    config.batch_size = arg.batch
+    config.num_epochs = arg.epochs
     config.num_steps = -1  # -1: derived from num_epochs and the corpus size
-    config.log_every = 50
-    config.checkpoint_every = 1000
+    config.log_every = log_every
+    config.checkpoint_every = checkpoint_every
     config.input_workers = 0  # grain worker processes building batches (0: in the trainer)
     config.allow_config_change = False  # resume a workdir whose model/data keys differ
-    config.optimizer = ml_collections.ConfigDict(
-        dict(
-            learning_rate=5e-4,
-            decay_rate=1.0,
-            decay_steps=1000,
-            l2=0.0,
-            clip_norm=5.0,
-            frozen=(),  # parameter path names left untrained, e.g. ("embed",) for GloVe
-        )
+    config.optimizer = dict(
+        learning_rate=arg.lr,
+        decay_rate=arg.decay,
+        decay_steps=arg.decay_steps,
+        l2=arg.l2,
+        clip_norm=CLIP_NORM,
+        frozen=frozen,
     )
-    config.early_stopping = ml_collections.ConfigDict(
-        dict(metric="dev/same_image_auc", mode="max", patience=0)
-    )
+    config.early_stopping = dict(metric="dev/same_image_auc", mode="max", patience=patience)
+    return config
 
 
 def caption_files(data_dir: str, flickr8k_dir: str = "") -> dict:
@@ -79,10 +97,6 @@ def same_image_eval(every: int) -> dict:
     return dict(type="same_image", split="dev", every=every)
 
 
-RUNLOCAL_STEPS = 10
-RUNLOCAL_EVERY = 5
-
-
 def shrink_for_runlocal(config: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
     """A few steps on little data, for tests and smoke runs; every evaluation kept."""
     config.num_steps = RUNLOCAL_STEPS
@@ -96,3 +110,29 @@ def shrink_for_runlocal(config: ml_collections.ConfigDict) -> ml_collections.Con
     if "shapes_world" in config.data:
         config.data.shapes_world.num_scenes = 200
     return config
+
+
+OVERRIDE_PREFIX = "config."
+
+
+def _tuples(value: object) -> object:
+    """JSON lists back to the tuples that configs hold (widths, splits, sources)."""
+    if isinstance(value, list):
+        return tuple(_tuples(item) for item in value)
+    if isinstance(value, dict):
+        return {key: _tuples(item) for key, item in value.items()}
+    return value
+
+
+def apply_overrides(config: ml_collections.ConfigDict, overrides: Mapping[str, object]) -> None:
+    """Sets ``config.a.b``-style keys in place (a sweep job's settings, ``--overrides``).
+
+    Existing fields only when ``config`` is locked, so a misspelt key raises KeyError;
+    a dict value replaces a whole block, e.g. ``config.model.encoder``.
+    """
+    bad = sorted(key for key in overrides if not key.startswith(OVERRIDE_PREFIX))
+    if bad:
+        raise KeyError(f"override keys must start with {OVERRIDE_PREFIX!r}: {bad}")
+    config.update_from_flattened_dict(
+        {key: _tuples(value) for key, value in overrides.items()}, strip_prefix=OVERRIDE_PREFIX
+    )

@@ -1,0 +1,190 @@
+"""VTFN's config pieces: its options, the run (trainer, data, evaluations), the model,
+the loss, and the baselines' models. Numbers come from the experiment files."""
+
+from __future__ import annotations
+
+import ml_collections
+
+from capsim import config_lib as common
+
+# The options every VTFN file (and baseline) takes beside its own numbers; all off or
+# neutral by default, so a file's defaults are the paper's run.
+OPTIONS = dict(
+    data_dir="../shared/data",
+    features="coco_object_labels",
+    captions="one",
+    pca=0,
+    fraction=1.0,
+    glove="",
+    glove_words=-1,
+    frozen_words=False,
+    pivot=0.0,
+    image=1.0,
+    select="dev_auc",
+    runlocal=False,
+)
+OPTIONS_HELP = """Options (vtfn_jax.config_lib.OPTIONS): data_dir; features
+("coco_object_labels" or a FeatureStore folder written by
+vtfn_jax.extract_features); captions ("one" per image, as in the paper, or
+"all"); pca (image features reduced to this many components, 0: none);
+fraction (of the training images kept, nested across fractions: the data-scale
+curve); glove ("" | "package" | glove.*.txt path; sets the word-vector size to
+the file's); glove_words (with glove: the vocabulary is the captions' words
+plus GloVe's first glove_words words by rank, -1 all of them, so words only
+evaluation text uses keep their GloVe vector); frozen_words (word vectors left
+untrained, e.g. GloVe's, while the rest of the tower learns); pivot (weight of
+the caption-pivot loss); image (weight of the image loss; 0 with pivot>0 is the
+CaptionPivot control); select ("dev_auc": early stopping on held-out images'
+same-image AUC, or "avg2016": on STS16 mean Pearson, the paper's criterion);
+runlocal (a few steps on little data)."""
+GLOVE_PACKAGE_DIM = 50  # the offline glove.6B.50d package
+SOURCES = ("files", "shapes_world")
+
+
+def run(arg: ml_collections.ConfigDict, source: str) -> ml_collections.ConfigDict:
+    """Trainer, data and evaluations of a VTFN-paper run on ``source``, from the file's arguments.
+
+    The file's own numbers are read from ``arg``: batch, epochs, lr, decay,
+    decay_steps, l2 and eval_every (the dev evaluation's cadence).
+    "files": COCO captions with ``features`` (250 dev and 500 test images held
+    out), reported on same/different pairs, retrieval and STS 2012-2016.
+    "shapes_world": the embedded world, reported on its own pairs too.
+    """
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
+    frozen = ("embed",) if arg.frozen_words else ()
+    config = common.trainer(arg, checkpoint_every=500, patience=5, frozen=frozen)
+    config.data = common.caption_files(arg.data_dir)
+    config.data.update(
+        source=source,
+        shapes_world=dict(num_scenes=2000, seed=0),
+        features=arg.features,
+        object_labels="coco/val2014_object_labels.json",
+        object_labels_idf=True,
+        pca_dim=arg.pca,
+        train_fraction=arg.fraction,
+        captions_per_image=arg.captions,
+        dev_images=250,
+        test_images=500,
+        max_len=24,
+        length_buckets=0,  # >0: length-bucketed batches, widths rounded to this multiple
+        min_count=2,
+        max_vocab=0,
+    )
+    config.evals = evals(arg, source)
+    if arg.select == "avg2016":  # the paper's model selection: mean Pearson on STS 2016
+        config.early_stopping.metric = "sts16/avg2016"
+    elif arg.select != "dev_auc":
+        raise ValueError(f"select must be 'dev_auc' or 'avg2016', got {arg.select!r}")
+    return config
+
+
+def evals(arg: ml_collections.ConfigDict, source: str) -> dict:
+    """The dev evaluation every ``eval_every`` steps, then the reports of ``source``."""
+    tasks = dict(
+        dev=common.same_image_eval(every=arg.eval_every),
+        same_diff=dict(type="same_diff", split="test"),
+        retrieval=dict(type="retrieval", split="test"),
+    )
+    if source == "files":
+        tasks["sts"] = dict(type="sts", sts_dir=arg.data_dir + "/sts")
+    else:
+        tasks["shapes"] = dict(type="shapes")
+    if arg.select == "avg2016":
+        tasks["sts16"] = dict(
+            type="sts", sts_dir=arg.data_dir + "/sts", years=("STS16",), every=arg.eval_every
+        )
+    return tasks
+
+
+def finish(config: ml_collections.ConfigDict, arg: ml_collections.ConfigDict):
+    """The config as it is, or shrunk to a few steps on little data with ``runlocal``."""
+    return common.shrink_for_runlocal(config) if arg.runlocal else config
+
+
+def model(arg: ml_collections.ConfigDict, encoder: dict) -> dict:
+    """VTFN's model: the ``encoder`` text tower (output N = ``dim``) and the affine image map W.
+
+    ``encoder`` is the tower's kind and its own keys (capsim.encoders.build_encoder).
+    GloVe sets the word vectors to its 50 dimensions, and a BOW tower's N with them.
+    """
+    word_dim = GLOVE_PACKAGE_DIM if arg.glove else arg.dim
+    bow = encoder["kind"].startswith("bow")
+    return dict(
+        kind="vtfn",
+        dim=word_dim if bow else arg.dim,
+        embed_dim=word_dim,
+        glove=arg.glove,
+        glove_words=arg.glove_words if arg.glove else 0,
+        encoder=encoder,
+        dtype="float32",  # compute dtype; "bfloat16" on GPU/TPU (parameters stay float32)
+    )
+
+
+def loss(arg: ml_collections.ConfigDict) -> dict:
+    """The alignment loss (``loss``) with the image and caption-pivot weights."""
+    return dict(
+        name=arg.loss,
+        image_weight=arg.image,
+        pivot_weight=arg.pivot,
+        margin=0.2,
+        reduction="mean",
+        alpha=5.0,
+        temperature=0.05,
+    )
+
+
+# --------------------------------------------------------------------------- baselines
+# Every baseline shares VTFN's data and evaluations, so splits and sets match; its
+# file states its own numbers and builds ``config.model`` with one of these.
+BASELINE_OPTIONS = {
+    key: OPTIONS[key] for key in ("data_dir", "features", "captions", "fraction", "runlocal")
+}
+W2V_RUNLOCAL_EPOCHS = 2
+
+
+def baseline_run(arg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """VTFN's trainer, data and evaluations on ``arg.source``, for a baseline's arguments."""
+    full = ml_collections.ConfigDict({**OPTIONS, **arg.to_dict()})
+    return run(full, arg.source)
+
+
+def glove_average(arg: ml_collections.ConfigDict) -> dict:
+    """GloVe average: ``glove`` ("package" | glove.*.txt path); R keeps the training words only."""
+    return dict(kind="glove_avg", glove=arg.glove, restricted=arg.restricted, dim=GLOVE_PACKAGE_DIM)
+
+
+def word2vec(arg: ml_collections.ConfigDict) -> dict:
+    """word2vec on the training captions, plus Flickr8k's train captions when
+    ``extra_flickr8k`` names a Flickr8k folder under data_dir."""
+    return dict(
+        kind="word2vec",
+        dim=arg.dim,
+        w2v_algorithm=arg.algorithm,
+        w2v_epochs=W2V_RUNLOCAL_EPOCHS if arg.runlocal else arg.w2v_epochs,
+        w2v_min_count=arg.w2v_min_count,
+        extra_captions=dict(
+            coco_captions=(),
+            karpathy="",
+            karpathy_splits=("train", "restval"),
+            flickr8k_dir=arg.extra_flickr8k,
+            flickr8k_splits=("train",),
+        ),
+    )
+
+
+def language_model(arg: ml_collections.ConfigDict, kind: str) -> dict:
+    """A caption language model, ``pure_text_rnn`` or ``pin_model_a``: its GRU state
+    (size ``dim``) is the sentence vector; ``glove`` starts its word vectors."""
+    return dict(
+        kind=kind,
+        dim=arg.dim,
+        embed_dim=GLOVE_PACKAGE_DIM if arg.glove else arg.dim,
+        glove=arg.glove,
+        dropout=arg.dropout,
+    )
+
+
+def perplexity_eval(arg: ml_collections.ConfigDict) -> dict:
+    """A language model's dev perplexity, every ``eval_every`` steps."""
+    return dict(type="perplexity", split="dev", every=arg.eval_every)
