@@ -39,10 +39,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
-import dataclasses
 import importlib
 import json
-import math
 import platform
 import tempfile
 import time
@@ -50,59 +48,28 @@ import traceback
 from collections.abc import Callable, Mapping
 
 import flax
-import flops  # bench/flops.py: this script's folder is on sys.path
 import jax
-import ml_collections
 import numpy as np
-from flax import nnx
 
+from bench.accelerator_training import (
+    DTYPES,
+    Scale,
+    device_peaks,
+    i2ce_case,
+    time_training,
+    vtfn_gru_case,
+)
 from capsim import text
 from capsim.eval import judgment_harness
-from capsim.train import Trainer
 from capsim.train import mesh as mesh_lib
-from configs import coco_gru, i2ce_coco_margin
-from i2ce_jax import model as i2ce_model
 from i2ce_jax import train as i2ce_train
 from i2ce_jax.scorer import I2CEScorer
-from vtfn_jax import model as vtfn_model
 from vtfn_jax import train as vtfn_train
 
 REPO = Path(__file__).resolve().parents[1]
-DTYPES = ("float32", "bfloat16")
 DEFAULT_OUT = REPO / "bench" / "results" / "accelerator_check.json"
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "data"
-DISTINCT_BATCHES = 4
-MEASURED_MATMUL = 2048
-TERA = 1e12
 
-
-@dataclasses.dataclass(frozen=True)
-class Peak:
-    """Dense matmul peak of one device in TFLOP/s, per compute dtype.
-
-    ``float32`` is for float32 matmuls at JAX's default precision, which runs
-    them as TF32 on A100/H100/H200 and as one bfloat16 pass on TPU.
-    """
-
-    name: str
-    bfloat16: float
-    float32: float
-
-
-# Substrings of jax's device_kind (lower case) -> peak; the first match wins.
-KNOWN_PEAKS: tuple[tuple[tuple[str, ...], Peak], ...] = (
-    (("h100 pcie",), Peak("H100 PCIe", 756.0, 378.0)),
-    (("h100", "h200", "gh200"), Peak("H100/H200 SXM", 989.0, 494.0)),
-    (("a100",), Peak("A100", 312.0, 156.0)),
-    # V100 has no bfloat16 tensor cores: 125 is its float16 peak, float32 runs without TF32.
-    (("v100",), Peak("V100", 125.0, 15.7)),
-    (("v6 lite", "v6e"), Peak("TPU v6e", 918.0, 918.0)),
-    (("v5 lite", "v5e"), Peak("TPU v5e", 197.0, 197.0)),
-    (("v5p", "tpu v5"), Peak("TPU v5p", 459.0, 459.0)),
-    (("tpu v4",), Peak("TPU v4", 275.0, 275.0)),
-)
-
-# (demo config, compute dtype): every demo as users run it, the sequence models in bfloat16 too.
 DEMOS = (
     ("demo_bow", "float32"),
     ("demo_gru", "float32"),
@@ -112,26 +79,6 @@ DEMOS = (
     ("demo_gru", "bfloat16"),
     ("i2ce_demo", "bfloat16"),
 )
-
-
-@dataclasses.dataclass(frozen=True)
-class Scale:
-    """Sizes of one run: the paper's (``FULL``) or tiny ones for tests (``TOY``)."""
-
-    batch: int
-    tokens: int
-    embed: int
-    hidden: int
-    vocab: int
-    vtfn_dim: int
-    vtfn_tokens: int
-    image_dim: int
-    demos: tuple[tuple[str, str], ...]
-    demo_steps: int
-    scoring_pairs: int | None  # None: every pair
-    steps: int
-    warmup: int
-
 
 FULL = Scale(
     batch=128,
@@ -163,140 +110,6 @@ TOY = Scale(
     steps=3,
     warmup=1,
 )
-
-
-# --------------------------------------------------------------------------- peaks
-def known_peak(device_kind: str) -> Peak | None:
-    kind = device_kind.lower()
-    return next((peak for names, peak in KNOWN_PEAKS if any(n in kind for n in names)), None)
-
-
-def device_peaks(device_kind: str) -> dict[str, dict]:
-    """Per compute dtype: the peak of all devices together (TFLOP/s) and where it comes from."""
-    count = jax.device_count()
-    peak = known_peak(device_kind)
-    if peak is None:
-        rate = flops.measured_matmul_peak(MEASURED_MATMUL, repeats=3) / TERA
-        source = f"measured: {MEASURED_MATMUL}³ float32 matmul on {device_kind}"
-        return {d: {"tflops": rate * count, "source": source} for d in DTYPES}
-    return {
-        d: {"tflops": getattr(peak, d) * count, "source": f"table: {peak.name} {d}"} for d in DTYPES
-    }
-
-
-# --------------------------------------------------------------------------- training
-def caption_batch(rng: np.random.Generator, batch: int, max_len: int, vocab: int):
-    """Padded ids and mask of random captions of max_len/2 to max_len tokens, <S> ... </S>."""
-    lengths = rng.integers(max(2, max_len // 2), max_len + 1, batch)
-    mask = np.arange(max_len)[None, :] < lengths[:, None]
-    words = rng.integers(len(text.SPECIALS), vocab, (batch, max_len))
-    ids = np.where(mask, words, text.PAD_ID).astype(np.int32)
-    ids[:, 0] = text.BOS_ID
-    ids[np.arange(batch), lengths - 1] = text.EOS_ID
-    return ids, mask
-
-
-@dataclasses.dataclass
-class TrainingCase:
-    """A model, its loss, host batches and its hand FLOP count, ready to time."""
-
-    config: ml_collections.ConfigDict
-    model: nnx.Module
-    loss_fn: Callable
-    batches: list[dict[str, np.ndarray]]
-    step_flops: flops.StepFlops
-    sizes: str
-
-
-def i2ce_case(scale: Scale, dtype: str) -> TrainingCase:
-    """The paper's dual (margin) branch at ``scale``'s sizes."""
-    config = i2ce_coco_margin.get_config(
-        f"embed={scale.embed},hidden={scale.hidden},batch={scale.batch}"
-    )
-    config.data.max_len = scale.tokens
-    config.model.dtype = dtype
-    rng = np.random.default_rng(0)
-    batches = []
-    for _ in range(DISTINCT_BATCHES):
-        ids, mask = caption_batch(rng, scale.batch, scale.tokens, scale.vocab)
-        group = rng.integers(0, scale.batch // 2, scale.batch).astype(np.int32)
-        batches.append({"anchor_ids": ids, "anchor_mask": mask, "group": group})
-    return TrainingCase(
-        config,
-        i2ce_model.build_model(config, scale.vocab),
-        i2ce_model.make_loss_fn(config),
-        batches,
-        flops.i2ce_step_flops(config, scale.vocab),
-        f"batch {scale.batch}, {scale.tokens} tokens, embed {scale.embed}, hidden "
-        f"{scale.hidden}, vocabulary {scale.vocab}, margin branch",
-    )
-
-
-def vtfn_gru_case(scale: Scale, dtype: str) -> TrainingCase:
-    """VTFN with the GRU text tower and the Pearson loss, one caption per image."""
-    config = coco_gru.get_config(f"dim={scale.vtfn_dim}")
-    config.batch_size = scale.batch
-    config.data.max_len = scale.vtfn_tokens
-    config.model.dtype = dtype
-    rng = np.random.default_rng(0)
-    batches = []
-    for _ in range(DISTINCT_BATCHES):
-        ids, mask = caption_batch(rng, scale.batch, scale.vtfn_tokens, scale.vocab)
-        features = rng.standard_normal((scale.batch, scale.image_dim), np.float32)
-        group = np.arange(scale.batch, dtype=np.int32)
-        batches.append({"ids": ids, "mask": mask, "features": features, "group": group})
-    return TrainingCase(
-        config,
-        vtfn_model.build_model(config, scale.vocab, scale.image_dim),
-        vtfn_model.make_loss_fn(config),
-        batches,
-        flops.vtfn_step_flops(config, scale.image_dim),
-        f"batch {scale.batch}, {scale.vtfn_tokens} tokens, N = {scale.vtfn_dim}, "
-        f"vocabulary {scale.vocab}, {scale.image_dim}-d features, Pearson loss",
-    )
-
-
-def xla_flops(compiled: jax.stages.Compiled) -> float | None:
-    cost = compiled.cost_analysis()
-    cost = cost[0] if isinstance(cost, list) else cost
-    return float(cost["flops"]) if cost and "flops" in cost else None
-
-
-def time_training(case: TrainingCase, steps: int, warmup: int, peak_tflops: float) -> dict:
-    """Times ``steps`` train steps after ``warmup``; examples/s, TFLOP/s and MFU."""
-    trainer = Trainer(case.config, case.model, case.loss_fn)
-    state = trainer.state
-    share = slice(jax.process_index(), None, jax.process_count())  # this process's rows
-    batches = [trainer.global_batch({k: v[share] for k, v in b.items()}) for b in case.batches]
-    base = trainer.base_key
-    keys = [jax.random.fold_in(base, i) for i in range(warmup + steps)]
-    compiled = trainer.train_step.lower(state, batches[0], base).compile()
-    for i in range(warmup):
-        state, metrics = compiled(state, batches[i % len(batches)], keys[i])
-    jax.block_until_ready((state, metrics))
-    began = time.perf_counter()
-    for i in range(warmup, warmup + steps):
-        state, metrics = compiled(state, batches[i % len(batches)], keys[i])
-    jax.block_until_ready((state, metrics))
-    seconds = (time.perf_counter() - began) / steps
-    loss = float(metrics["loss"])
-    if not math.isfinite(loss):
-        raise FloatingPointError(f"training loss is {loss} after {warmup + steps} steps")
-    achieved = case.step_flops.training / seconds / TERA
-    return {
-        "throughput": case.config.batch_size / seconds,
-        "unit": "examples/s",
-        "step_ms": seconds * 1e3,
-        "loss": loss,
-        "flops_per_step": case.step_flops.training,
-        "flops_by_part": case.step_flops.training_parts(),
-        "tflops": achieved,
-        "peak_tflops": peak_tflops,
-        "mfu": achieved / peak_tflops,
-        "xla_flops": xla_flops(compiled),
-        "hand_flops_as_xla_counts": case.step_flops.as_xla_counts,
-        "note": case.sizes,
-    }
 
 
 # --------------------------------------------------------------------------- demos, scoring

@@ -12,7 +12,6 @@ shapes world through the real grain pipeline, in alternating rounds.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import sys
 from pathlib import Path
@@ -23,13 +22,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import jax
 import numpy as np
 
+from bench.harness import load_average, ratio_summary, time_rounds
 from capsim.eval.correlation import format_table
 from capsim.train import Trainer
 from configs import i2ce_demo
 from i2ce_jax import model as i2ce_model
 from i2ce_jax import train as i2ce_train
-
-from throughput import ratio_summary, time_rounds
 
 
 def main() -> None:
@@ -63,7 +61,7 @@ def main() -> None:
 
     for name in loops:  # compile off the clock
         runner(name)(0)
-    load_start = os.getloadavg()[0]
+    load_start = load_average()
     seconds = time_rounds({name: runner(name) for name in loops}, args.rounds)
     summary = ratio_summary(seconds["prefetch 1"], seconds["prefetch 0"])
     rows = [
@@ -76,7 +74,7 @@ def main() -> None:
             "min": summary["ratio_min"],
             "max": summary["ratio_max"],
             "rounds": args.rounds,
-            "load": f"{load_start:.2f}/{os.getloadavg()[0]:.2f}",
+            "load": f"{load_start:.2f}/{load_average():.2f}",
         }
     ]
     print(f"{platform.processor() or platform.machine()}, jax {jax.__version__}")

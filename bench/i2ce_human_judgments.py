@@ -26,17 +26,19 @@ import sys
 import time
 from pathlib import Path
 
+# bench/ is used from the clone, not installed: make its root importable.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 import numpy as np
 
+from bench import minilm
+from bench.harness import update_section
 from capsim.data.judgments import read_flickr8k_expert
 from capsim.eval import judgment_harness
 from capsim.eval.correlation import format_table
 from capsim.eval.pooling import pool_similarities
 from capsim.eval.tfidf import TfidfCosine
 from i2ce_jax.scorer import I2CEScorer
-
-import minilm
-from results_md import update_section
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent

@@ -22,18 +22,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
-import os
 import types
 
 import numpy as np
 
+from bench.harness import load_average, machine_facts, ratio_summary, time_rounds, update_section
+from bench.throughput_training import JaxRunner
 from capsim.data import glove
 from i2ce_jax import model as i2ce_model
 from i2ce_jax import train as i2ce_train
 from i2ce_jax.pretrained import recipe
-
-from results_md import update_section
-from throughput import JaxRunner, machine_facts, ratio_summary, time_rounds
 
 SECTION = "## I2CE input pipeline at scale"
 
@@ -66,9 +64,9 @@ def main() -> None:
             next(iterator)
         iterator.close()
 
-    load_start = os.getloadavg()[0]
+    load_start = load_average()
     seconds = time_rounds({"pipeline": drain, "step": lambda _: step(prebuilt)}, args.rounds)
-    load_end = os.getloadavg()[0]
+    load_end = load_average()
     examples = args.batches * config.batch_size
     # ratio_summary(ours, reference) = reference seconds / ours: pipeline speed over the step's
     ratios = ratio_summary(seconds["pipeline"], seconds["step"])

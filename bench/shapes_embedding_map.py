@@ -26,14 +26,13 @@ from pathlib import Path
 
 import numpy as np
 
+from bench.harness import update_section
 from capsim import viz
 from capsim.data.shapes_world.lexicon import LEXICON
 from capsim.eval.correlation import format_table
 from capsim.eval.same_diff import roc_auc
 from configs import baseline_word2vec, demo_bow
 from vtfn_jax.train import load_trained, train_and_evaluate
-
-from results_md import update_section
 
 BENCH_DIR = Path(__file__).resolve().parent
 PLOT = BENCH_DIR / "results" / "shapes_embedding_map.png"

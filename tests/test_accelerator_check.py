@@ -16,11 +16,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
-import accelerator_check
-import flops
-
+from bench import accelerator_check, accelerator_training, flops
 from capsim import text
 from configs import coco_bow, i2ce_coco_margin
 from i2ce_jax import model as i2ce_model
@@ -94,12 +90,12 @@ def test_scoring_falls_back_to_synthetic_captions_and_says_so(tmp_path):
     ],
 )
 def test_known_peaks_by_device_kind(device_kind, name):
-    assert accelerator_check.known_peak(device_kind).name == name
+    assert accelerator_training.known_peak(device_kind).name == name
 
 
 def test_unknown_device_has_no_table_peak():
-    assert accelerator_check.known_peak("cpu") is None
-    assert accelerator_check.known_peak("Some Future Accelerator") is None
+    assert accelerator_training.known_peak("cpu") is None
+    assert accelerator_training.known_peak("Some Future Accelerator") is None
 
 
 def test_paper_scale_i2ce_step_flops():
@@ -123,13 +119,13 @@ def _xla_training_flops(model: nnx.Module, loss_fn, batch: dict) -> float:
     def loss(params):
         return loss_fn(nnx.merge(graphdef, params, rest), batch, jax.random.key(0))[0]
 
-    return accelerator_check.xla_flops(jax.jit(jax.value_and_grad(loss)).lower(params).compile())
+    return accelerator_training.xla_flops(jax.jit(jax.value_and_grad(loss)).lower(params).compile())
 
 
 def _i2ce(tokens: int = 8, vocab: int = 3000):
     config = i2ce_coco_margin.get_config("embed=32,hidden=128,batch=16")
     config.data.max_len = tokens
-    ids, mask = accelerator_check.caption_batch(np.random.default_rng(0), 16, tokens, vocab)
+    ids, mask = accelerator_training.caption_batch(np.random.default_rng(0), 16, tokens, vocab)
     batch = {"anchor_ids": ids, "anchor_mask": mask, "group": jnp.arange(16) // 2}
     model = i2ce_model.build_model(config, vocab)
     return model, i2ce_model.make_loss_fn(config), batch, flops.i2ce_step_flops(config, vocab)
@@ -139,7 +135,7 @@ def _vtfn(encoder: str, vocab: int = 300, image_dim: int = 256):
     """With the caption-pivot term: two encoded captions, frozen image features."""
     config = importlib.import_module(f"configs.coco_{encoder}").get_config("dim=64,pivot=1.0")
     config.batch_size, config.data.max_len = 16, 12
-    ids, mask = accelerator_check.caption_batch(np.random.default_rng(0), 16, 12, vocab)
+    ids, mask = accelerator_training.caption_batch(np.random.default_rng(0), 16, 12, vocab)
     batch = {
         "ids": ids,
         "mask": mask,
@@ -191,7 +187,7 @@ def test_readout_forward_and_backward_is_three_products():
     # value_and_grad, as a train step: with grad alone the forward product is dead code.
     grad = jax.jit(jax.value_and_grad(loss, argnums=(0, 1)))
     x, upstream = jnp.ones((rows, hidden)), jnp.ones((rows, vocab))
-    xla = accelerator_check.xla_flops(grad.lower(params, x, upstream).compile())
+    xla = accelerator_training.xla_flops(grad.lower(params, x, upstream).compile())
     hand = flops.TRAINING_FACTOR * flops.matmul_flops(rows, hidden, vocab)
     assert xla == pytest.approx(hand, rel=0.01)
 

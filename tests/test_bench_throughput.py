@@ -9,22 +9,21 @@ from __future__ import annotations
 import math
 import os
 import shutil
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-# As bench/throughput.py does, before torch loads (see there why).
+# As bench/__init__.py does, before torch loads (see there why).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
-
 pytest.importorskip("torch", reason="torch is only used by bench/; not installed")
 
-import minilm
-import throughput
+from bench import harness, minilm
+from bench import throughput_parts as parts
+from bench import throughput_pipeline as pipeline
+from bench import throughput_scoring as scoring
+from bench import throughput_training as training
 
-TINY = throughput.Sizes(batch_size=8, vocab_size=64, image_dim=16, width=8)
+TINY = training.Sizes(batch_size=8, vocab_size=64, image_dim=16, width=8)
 GTS = {
     "a": ["a dog runs on the grass", "a brown dog is running", "a dog plays outside"],
     "b": ["two people sit on a bench", "people sitting in a park"],
@@ -48,12 +47,12 @@ def _assert_ratio_matches_sides(row: dict, ours_is_speed: bool = True) -> None:
 def counting_load(monkeypatch):
     """os.getloadavg() rising by 1 per call, so a row's load shows when it was read."""
     calls = iter(range(1, 10**6))
-    monkeypatch.setattr(throughput.os, "getloadavg", lambda: (float(next(calls)), 0.0, 0.0))
+    monkeypatch.setattr(harness.os, "getloadavg", lambda: (float(next(calls)), 0.0, 0.0))
 
 
-@pytest.mark.parametrize("name", list(throughput.TRAINING_MODELS))
+@pytest.mark.parametrize("name", list(training.TRAINING_MODELS))
 def test_training_measurement_compares_the_same_model(name, counting_load):
-    row = throughput.measure_training(name, steps=2, warmup=1, sizes=TINY, rounds=3)
+    row = training.measure_training(name, steps=2, warmup=1, sizes=TINY, rounds=3)
     assert row["name"] == name and row["what"] == "train" and row["rounds"] == 3
     assert all(_positive_finite(row[k]) for k in ("ours", "reference", "ratio_median"))
     _assert_ratio_matches_sides(row)
@@ -65,8 +64,8 @@ def test_training_measurement_compares_the_same_model(name, counting_load):
 
 
 def test_scoring_measurement_gives_positive_ratios_per_round():
-    scorer = throughput.untrained_scorer(GTS, RES, width=8)
-    rows = throughput.measure_scoring(GTS, RES, rounds=2, scorer=scorer)
+    scorer = scoring.untrained_scorer(GTS, RES, width=8)
+    rows = scoring.measure_scoring(GTS, RES, rounds=2, scorer=scorer)
     names = [r["name"] for r in rows]
     expected = [
         *(["I2CE-score-vs-coco-ptb"] if shutil.which("java") else []),
@@ -82,7 +81,7 @@ def test_scoring_measurement_gives_positive_ratios_per_round():
 
 
 def test_golden_pairs_have_five_references(shared_data):
-    gts, res = throughput.load_golden_pairs(
+    gts, res = scoring.load_golden_pairs(
         shared_data / "golden" / "pycocoevalcap_flickr8k_expert.json", limit=50
     )
     assert len(res) == 50 and gts.keys() == res.keys()
@@ -104,12 +103,12 @@ def test_training_table_has_one_line_per_row():
         load_start=1.0,
         load_end=2.0,
     )
-    line = throughput.training_table([row]).splitlines()[-1]
+    line = training.training_table([row]).splitlines()[-1]
     assert line == "| x | 2 | 1 | 2.00 | 1.50 | 2.50 | 3.00 | 6.0 | 50% | 1.00 / 2.00 |"
 
 
 def test_pipeline_measurement_times_both_designs_on_the_same_corpus():
-    rows = throughput.measure_pipeline(batch_size=8, batches=3, rounds=2, num_images=64)
+    rows = pipeline.measure_pipeline(batch_size=8, batches=3, rounds=2, num_images=64)
     assert [r["name"] for r in rows] == [
         "VTFN-pipeline",
         "I2CE-pipeline",
@@ -123,22 +122,20 @@ def test_pipeline_measurement_times_both_designs_on_the_same_corpus():
 
 def test_length_bucketed_rows_cut_batches_to_few_widths_and_count_flops_there():
     name = "VTFN-GRU-bucketed"
-    config = throughput.model_config(name, throughput.Sizes())
-    batches = throughput.synthetic_batches(name, config, throughput.Sizes())
+    config = training.model_config(name, training.Sizes())
+    batches = training.synthetic_batches(name, config, training.Sizes())
     widths = sorted({b["mask"].shape[1] for b in batches})
-    assert len(batches) == throughput.BUCKETED_BATCHES
+    assert len(batches) == training.BUCKETED_BATCHES
     assert set(widths) <= {8, 12, 16, 20} and len(widths) > 1
     for batch in batches:  # cut to its widest caption, rounded up to the multiple of 4
         assert batch["mask"][:, -4:].any() and batch["ids"].shape == batch["mask"].shape
-    padded = throughput.model_config("VTFN-GRU", throughput.Sizes())
-    full = throughput.step_flops(
-        "VTFN-GRU", padded, throughput.Sizes(), [{"mask": np.ones((128, 24))}]
-    )
-    assert throughput.step_flops(name, config, throughput.Sizes(), batches) < full
+    padded = training.model_config("VTFN-GRU", training.Sizes())
+    full = training.step_flops("VTFN-GRU", padded, training.Sizes(), [{"mask": np.ones((128, 24))}])
+    assert training.step_flops(name, config, training.Sizes(), batches) < full
 
 
 def test_paper_scale_parts_time_each_part_on_both_sides():
-    rows = throughput.measure_i2ce_parts(steps=1, rounds=2, sizes=TINY)
+    rows = parts.measure_i2ce_parts(steps=1, rounds=2, sizes=TINY)
     assert [r["name"].split(" ", 1)[1] for r in rows] == ["readout", "decoder GRU", "whole step"]
     for row in rows:
         assert row["what"] == "part"
@@ -150,7 +147,7 @@ def test_paper_scale_parts_time_each_part_on_both_sides():
 
 
 def test_checkpoint_stall_times_background_and_awaited_saves():
-    row = throughput.measure_checkpoint_stall(rounds=2, sizes=TINY)
+    row = parts.measure_checkpoint_stall(rounds=2, sizes=TINY)
     assert row["what"] == "checkpoint" and row["bytes"] > 0
     assert _positive_finite(row["ours"]) and _positive_finite(row["reference"])
     _assert_ratio_matches_sides(row, ours_is_speed=False)  # seconds: awaited / background

@@ -174,3 +174,22 @@ def test_glove_rows_no_caption_reaches_stay_at_glove(tmp_path):
     assert any(
         not np.array_equal(table[i], vectors[glove_row[data.vocab.itos[i]]]) for i in reached
     )  # caption words train
+
+
+@pytest.mark.parametrize("config_file", [demo_bow, demo_gru, demo_cnn])
+def test_a_workdir_config_from_before_the_encoder_spec_builds_the_same_model(config_file):
+    """Older workdirs name the tower by string, with every tower's keys beside it."""
+    config = config_file.get_config("runlocal,dim=16")
+    spec = config.model.encoder.to_dict()
+    legacy = config.model.to_dict()
+    legacy.update(
+        encoder=spec["kind"],
+        dropout=spec.get("dropout", 0.0),
+        cnn_widths=spec.get("widths", (1, 2, 3)),
+        cnn_features=spec.get("features", 128),
+        cnn_pooling=spec.get("pooling", "max"),
+    )
+    old = config.copy_and_resolve_references()
+    old.model = legacy
+    states = [nnx.state(build_model(c, 30, 8), nnx.Param) for c in (config, old)]
+    jax.tree.map(np.testing.assert_array_equal, *states)

@@ -1,0 +1,18 @@
+"""The benchmarks behind bench/RESULTS.md: one module per measurement, run as scripts.
+
+    python bench/throughput.py --steps 10
+    python bench/i2ce_human_judgments.py --data_dir ../shared/data
+
+``harness`` holds what they share (alternating rounds, ratios, load, machine
+facts, RESULTS.md sections); ``flops``, ``torch_reference`` and ``minilm`` the
+FLOP counts and the reference implementations. Each script puts the clone's root
+on ``sys.path``, because bench/ and configs/ are used from a clone, not installed.
+"""
+
+import os
+
+# Before torch (and its OpenMP runtime) loads. On a shared, oversubscribed CPU,
+# OpenMP threads that spin-wait at every barrier make torch wait on other jobs
+# (measured here: 100x slower GRU steps); sleeping waits measure the model, not
+# the neighbours. An OMP_WAIT_POLICY set by the caller wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

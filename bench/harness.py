@@ -1,0 +1,106 @@
+"""What every bench measurement shares: alternating timed rounds, per-round ratios, the load
+average around them, the machine's facts, and bench/RESULTS.md's sections.
+
+A speed figure here is always a ratio of two things timed side by side in one
+run, in rounds that alternate who goes first, so a change of load on this
+shared machine falls on both; it is reported as the median of the per-round
+ratios with their min, max and the load average before and after.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import jax
+import numpy as np
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+RESULTS_DIR = BENCH_DIR / "results"
+RESULTS_MD = BENCH_DIR / "RESULTS.md"
+SHARED_DATA = REPO.parent / "shared" / "data"
+ROUNDS = 5
+HEADER = """# Benchmark results
+
+Every table here is written by a script in `bench/`; each section names the
+command that produced it. Figures are measured on this repository's CPU
+machine (2 cores) unless a section says otherwise.
+"""
+
+
+def time_rounds(
+    runners: Mapping[str, Callable[[int], None]],
+    rounds: int,
+    *,
+    before: Callable[[str], None] | None = None,
+    after: Callable[[str], None] | None = None,
+) -> dict[str, list]:
+    """Seconds of each runner per round; ``runner(round_index)`` does one round's work.
+
+    Rounds alternate the runners (who goes first swaps each round), so a change
+    in machine load falls on both sides; ratios are taken per round.
+    ``before(name)`` and ``after(name)`` run around each runner, off the clock.
+    """
+    seconds: dict[str, list[float]] = {name: [] for name in runners}
+    names = list(runners)
+    for index in range(rounds):
+        for name in names if index % 2 == 0 else names[::-1]:
+            if before:
+                before(name)
+            began = time.perf_counter()
+            runners[name](index)
+            seconds[name].append(time.perf_counter() - began)
+            if after:
+                after(name)
+    return seconds
+
+
+def ratio_summary(ours: Sequence[float], reference: Sequence[float]) -> dict[str, float]:
+    """Per-round speed ratios (reference seconds / our seconds): median, min and max."""
+    ratios = np.asarray(reference) / np.asarray(ours)
+    return {
+        "ratio_median": float(np.median(ratios)),
+        "ratio_min": float(ratios.min()),
+        "ratio_max": float(ratios.max()),
+    }
+
+
+def machine_facts() -> dict:
+    """Cores, platform and library versions; torch's threads when a torch reference runs."""
+    facts = {
+        "cpu_cores": os.cpu_count(),
+        "platform": platform.platform(),
+        "jax": jax.__version__,
+        "jax_devices": jax.device_count(),
+    }
+    try:
+        import torch  # the bench extra; the GPU check runs without it
+    except ImportError:
+        return facts
+    facts.update(
+        torch=torch.__version__,
+        torch_threads=torch.get_num_threads(),
+        omp_wait_policy=os.environ.get("OMP_WAIT_POLICY", ""),
+    )
+    return facts
+
+
+def load_average() -> float:
+    """The 1-minute load average: read before and after a measurement, beside its ratio."""
+    return os.getloadavg()[0]
+
+
+def update_section(title: str, section: str) -> None:
+    """Replaces the section headed ``title`` (a ``## `` line) with ``section``, or appends it."""
+    text = RESULTS_MD.read_text() if RESULTS_MD.exists() else HEADER
+    if title + "\n" in text:
+        head, _, rest = text.partition(title + "\n")
+        tail = rest.split("\n## ", 1)
+        text = head + section + ("\n## " + tail[1] if len(tail) > 1 else "")
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    RESULTS_MD.write_text(text)

@@ -1,0 +1,196 @@
+"""bench/throughput.py's scoring rows: the I2CE scorer and capsim's n-gram metrics against
+pycocoevalcap and all-MiniLM-L6-v2, on the Flickr8k-Expert candidates."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import io
+import json
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+from pycocoevalcap.bleu.bleu import Bleu as CocoBleu
+from pycocoevalcap.cider.cider import Cider as CocoCider
+from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+from bench import harness, minilm
+from bench.harness import load_average, ratio_summary, time_rounds, update_section
+from capsim import text
+from capsim.eval.ngram import Bleu, CiderD
+from configs import i2ce_coco_margin
+from i2ce_jax import model as i2ce_model
+from i2ce_jax.scorer import I2CEScorer
+
+RESULTS_JSON = harness.RESULTS_DIR / "throughput.json"
+SCORING_SECTION = "## Scoring throughput"
+BLEU_ORDER = 4
+
+
+def load_golden_pairs(path: Path, limit: int | None) -> tuple[dict, dict]:
+    """pycocoevalcap-style gts/res from the first ``limit`` rows of the golden file."""
+    rows = json.loads(path.read_text(encoding="utf-8"))["rows"][:limit]
+    gts = {row["key"]: list(row["references"]) for row in rows}
+    res = {row["key"]: [row["candidate"]] for row in rows}
+    return gts, res
+
+
+def untrained_scorer(gts: Mapping, res: Mapping, width: int | None = None) -> I2CEScorer:
+    """An I2CE scorer with the default model sizes and a vocabulary of these captions."""
+    captions = [c for refs in gts.values() for c in refs] + [
+        c for cands in res.values() for c in cands
+    ]
+    vocab = text.Vocab.build(text.tokenize(c) for c in captions)
+    config = i2ce_coco_margin.get_config()
+    if width:
+        config.model.embed_dim = config.model.hidden_dim = width
+    model = i2ce_model.build_model(config, len(vocab))
+    return I2CEScorer(model.encoder, vocab, pooling=config.scorer.pooling)
+
+
+def _coco_bleu_cider(gts: Mapping, res: Mapping) -> None:
+    with contextlib.redirect_stdout(io.StringIO()):  # pycocoevalcap prints its BLEU counts
+        CocoBleu(BLEU_ORDER).compute_score(gts, res, verbose=0)
+    CocoCider().compute_score(gts, res)
+
+
+def _coco_as_users_run_it(gts: Mapping, res: Mapping) -> None:
+    """pycocoevalcap's usual recipe: its Java PTBTokenizer on the raw text, then Bleu+Cider."""
+    tokenizer = PTBTokenizer()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        gts_tok = tokenizer.tokenize({k: [{"caption": c} for c in v] for k, v in gts.items()})
+        res_tok = tokenizer.tokenize({k: [{"caption": c} for c in v] for k, v in res.items()})
+    _coco_bleu_cider(gts_tok, res_tok)
+
+
+def _capsim_bleu_cider(gts: Mapping, res: Mapping) -> None:
+    Bleu(BLEU_ORDER).compute_score(gts, res)
+    CiderD().compute_score(gts, res)
+
+
+def _pretokenised(captions: Mapping) -> dict:
+    """The text pycocoevalcap's PTBTokenizer returns (capsim's tokenizer matches it)."""
+    return {k: [" ".join(text.tokenize_for_metrics(c)) for c in v] for k, v in captions.items()}
+
+
+def measure_scoring(
+    gts: Mapping, res: Mapping, *, rounds: int = harness.ROUNDS, scorer: I2CEScorer | None = None
+) -> list[dict]:
+    """Captions/s of the I2CE scorer (and capsim's n-gram metrics) against pycocoevalcap.
+
+    Each round times every scorer once on all candidates, in alternating order;
+    a row's ratio is taken per round, then summarised as median, min and max.
+    The warmup round compiles every length bucket the candidates need.
+    """
+    scorer = scorer or I2CEScorer.pretrained()
+    gts_tok, res_tok = _pretokenised(gts), _pretokenised(res)
+    runners = {
+        "i2ce": lambda: scorer.compute_score(gts, res),
+        "capsim_pretok": lambda: _capsim_bleu_cider(gts_tok, res_tok),
+        "coco_pretok": lambda: _coco_bleu_cider(gts_tok, res_tok),
+    }
+    java = shutil.which("java") is not None
+    if java:
+        runners["coco_ptb"] = lambda: _coco_as_users_run_it(gts, res)
+    if minilm.available():
+        runners["minilm"] = functools.partial(minilm.MiniLMScorer().compute_score, gts, res)
+    for run in runners.values():
+        run()
+    load_start = load_average()
+    seconds = time_rounds({name: lambda i, run=run: run() for name, run in runners.items()}, rounds)
+    load_end = load_average()
+    pairs = [
+        (
+            "I2CE-score-vs-coco-ptb",
+            "i2ce",
+            "coco_ptb",
+            "I2CE scorer (packaged model, raw text) vs pycocoevalcap PTBTokenizer (Java) + Bleu(4) + Cider, as users run it",
+        ),
+        (
+            "I2CE-score-vs-coco-pretokenised",
+            "i2ce",
+            "coco_pretok",
+            "I2CE scorer (packaged model, raw text) vs pycocoevalcap Bleu(4) + Cider on pre-tokenised text",
+        ),
+        (
+            "I2CE-score-vs-MiniLM",
+            "i2ce",
+            "minilm",
+            "I2CE scorer (packaged model) vs all-MiniLM-L6-v2 top-3 cosine (sentence-transformers, "
+            "CPU torch), both on raw text, each distinct sentence encoded once",
+        ),
+        (
+            "capsim-ngram-vs-coco-pretokenised",
+            "capsim_pretok",
+            "coco_pretok",
+            "capsim Bleu(4) + CIDEr-D vs pycocoevalcap Bleu(4) + Cider, both on pre-tokenised text",
+        ),
+    ]
+    rows = []
+    for name, ours, reference, description in pairs:
+        if reference not in seconds:
+            why = minilm.INSTALL_HINT if reference == "minilm" else "no Java for the PTBTokenizer"
+            print(f"{name}: skipped ({why})")
+            continue
+        rows.append(
+            {
+                "name": name,
+                "what": "score",
+                "description": description,
+                "ours": len(res) / float(np.median(seconds[ours])),
+                "reference": len(res) / float(np.median(seconds[reference])),
+                **ratio_summary(seconds[ours], seconds[reference]),
+                "rounds": rounds,
+                "candidates": len(res),
+                "load_start": load_start,
+                "load_end": load_end,
+            }
+        )
+    return rows
+
+
+def scoring_table(rows: Sequence[Mapping]) -> str:
+    lines = [
+        "| row | ours (captions/s) | reference (captions/s) | ratio median | min | max | load start / end |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    lines += [
+        f"| {r['name']} | {r['ours']:.0f} | {r['reference']:.0f} | {r['ratio_median']:.2f} | "
+        f"{r['ratio_min']:.2f} | {r['ratio_max']:.2f} | {r['load_start']:.2f} / {r['load_end']:.2f} |"
+        for r in rows
+    ]
+    return "\n".join(lines)
+
+
+def write_scoring_results(command: str, rows: list[dict], model: str) -> str:
+    """The "## Scoring throughput" section, and the score rows of throughput.json."""
+    table = scoring_table(rows)
+    descriptions = "\n".join(f"- `{r['name']}`: {r['description']}." for r in rows)
+    n = rows[0]
+    section = f"""{SCORING_SECTION}
+
+Command: `{command}`
+
+All {n["candidates"]} Flickr8k-Expert (image, candidate) pairs with their 5 references; the
+I2CE model is the packaged `{model}` model, which deduplicates sentences and encodes each
+once. Each of {n["rounds"]} rounds times every scorer once (alternating order) after a warmup
+round; the ratio is ours / reference captions/s per round, summarised as median, min and max.
+The machine is shared (2 cores): the load average at the start and the end is in the table.
+
+{descriptions}
+
+{table}
+"""
+    update_section(SCORING_SECTION, section)
+    previous = json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {"rows": []}
+    kept = [
+        r
+        for r in previous["rows"]
+        if r.get("what") != "score" and "captions/s" not in r.get("what", "")
+    ]
+    previous["rows"] = kept + rows
+    previous["scoring_command"] = command
+    RESULTS_JSON.write_text(json.dumps(previous, indent=2) + "\n")
+    return table
