@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import importlib.util
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+# A persistent XLA compilation cache for the test run and every process it starts,
+# set before jax is imported: the many tests that build the same small train step
+# (and each process of a multi-process test) then compile it once. Entries are keyed
+# by the program, jax version and flags, so a stale one is never used; compiles under
+# half a second are not worth a file. CAPSIM_TEST_JAX_CACHE="" turns it off.
+JAX_CACHE = os.environ.get(
+    "CAPSIM_TEST_JAX_CACHE", str(Path(tempfile.gettempdir()) / "capsim-tests-jax-cache")
+)
+if JAX_CACHE:
+    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", JAX_CACHE)
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
 
 
 @pytest.fixture(scope="session")
