@@ -4,6 +4,7 @@ outside the clone, where ``configs/`` cannot be imported."""
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -15,12 +16,24 @@ from conftest import requires_glove
 REPO = Path(__file__).resolve().parents[1]
 
 
+# What the wheel is built from; setuptools' build/ then lands in the copy, not the clone,
+# and holds no file from an earlier build.
+SOURCES = ("pyproject.toml", "README.md", "capsim", "vtfn_jax", "i2ce_jax")
+
+
 @pytest.fixture(scope="module")
 def installed_wheel(tmp_path_factory) -> Path:
     """The wheel of this checkout, installed without dependencies into its own folder."""
     root = tmp_path_factory.mktemp("wheel")
+    source = root / "source"
+    for name in SOURCES:
+        if (REPO / name).is_dir():
+            ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
+            shutil.copytree(REPO / name, source / name, ignore=ignore)
+        else:
+            shutil.copy2(REPO / name, source / name)
     build = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation"]
-    subprocess.run([*build, "-w", str(root), str(REPO)], check=True, capture_output=True)
+    subprocess.run([*build, "-w", str(root), str(source)], check=True, capture_output=True)
     (wheel,) = root.glob("capsim-*.whl")
     site = root / "site"
     install = [sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(site)]
