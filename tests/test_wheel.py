@@ -26,6 +26,7 @@ def installed_wheel(tmp_path_factory) -> Path:
     """The wheel of this checkout, installed without dependencies into its own folder."""
     root = tmp_path_factory.mktemp("wheel")
     source = root / "source"
+    source.mkdir()
     for name in SOURCES:
         if (REPO / name).is_dir():
             ignore = shutil.ignore_patterns("__pycache__", "*.egg-info")
