@@ -35,9 +35,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
 import json
-import os
-
-import torch
 
 from bench import flops, harness
 from bench.harness import update_section
@@ -58,6 +55,7 @@ from bench.throughput_training import (
     Sizes,
     measure_training,
     training_table,
+    use_every_core,
 )
 from i2ce_jax.scorer import I2CEScorer
 
@@ -186,7 +184,7 @@ def main() -> None:
         print(write_scoring_results(command, rows, args.model), flush=True)
     if args.only == "score":
         return
-    torch.set_num_threads(os.cpu_count())
+    use_every_core()
     machine = harness.machine_facts()
     sizes = Sizes(batch_size=args.batch_size)
     before = flops.measured_matmul_peak(MATMUL_SIZE, repeats=10)

@@ -8,6 +8,7 @@ synthetic batches; rounds alternate the two sides (bench.harness.time_rounds).
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Callable, Mapping, Sequence
 
 import jax
@@ -94,6 +95,15 @@ class Sizes:
 
 
 DEFAULT_SIZES = Sizes()
+
+
+def use_every_core() -> None:
+    """PyTorch's intra-op threads on every core, as JAX's CPU client uses them.
+
+    torch is imported only through this package, after bench/__init__.py has set
+    OMP_WAIT_POLICY: OpenMP reads it once, when torch loads.
+    """
+    torch.set_num_threads(os.cpu_count())
 
 
 def is_vtfn(name: str) -> bool:
