@@ -133,6 +133,8 @@ def apply_overrides(config: ml_collections.ConfigDict, overrides: Mapping[str, o
     bad = sorted(key for key in overrides if not key.startswith(OVERRIDE_PREFIX))
     if bad:
         raise KeyError(f"override keys must start with {OVERRIDE_PREFIX!r}: {bad}")
-    config.update_from_flattened_dict(
-        {key: _tuples(value) for key, value in overrides.items()}, strip_prefix=OVERRIDE_PREFIX
-    )
+    for key, value in overrides.items():
+        try:
+            config.update_from_flattened_dict({key: _tuples(value)}, strip_prefix=OVERRIDE_PREFIX)
+        except (KeyError, AttributeError) as error:
+            raise KeyError(f"cannot set {key!r}: {error}") from error
