@@ -1,5 +1,18 @@
 """I2CE's config pieces: its options, the COCO run, the autoencoder and the loss branches.
-Numbers come from the experiment files."""
+Numbers come from the experiment files.
+
+Options (i2ce_jax.config_lib.OPTIONS): data_dir; reduction (the margin
+branch's ``mean`` or ``max`` over negatives); weight (λ2; -1: 10, or 0 for
+reconstruction only); glove ("" | "package" | a glove.*.txt path: 50-d word
+vectors start from GloVe); flickr8k (False: COCO captions only, e.g. for weights
+that must not carry Flickr8k's research-only licence); states (the intrinsic
+vector: the ``last`` GRU state, as the paper, or the ``mean`` of the states);
+sources (``+``-joined names of capsim.data.sources.SOURCES, e.g.
+``coco+coco_lines+cc3m``; replaces the COCO files and ``flickr8k``, merges
+overlaps and holds out one dev split per ``dev_sets`` domain); dev_sets
+(``coco+flickr``); buckets (data.length_buckets: length-bucketed batches);
+runlocal (a few steps on little data).
+"""
 
 from __future__ import annotations
 
@@ -20,17 +33,6 @@ OPTIONS = dict(
     buckets=0,
     runlocal=False,
 )
-OPTIONS_HELP = """Options (i2ce_jax.config_lib.OPTIONS): data_dir; reduction (the margin
-branch's ``mean`` or ``max`` over negatives); weight (λ2; -1: 10, or 0 for
-reconstruction only); glove ("" | "package" | a glove.*.txt path: 50-d word
-vectors start from GloVe); flickr8k (False: COCO captions only, e.g. for weights
-that must not carry Flickr8k's research-only licence); states (the intrinsic
-vector: the ``last`` GRU state, as the paper, or the ``mean`` of the states);
-sources (``+``-joined names of capsim.data.sources.SOURCES, e.g.
-``coco+coco_lines+cc3m``; replaces the COCO files and ``flickr8k``, merges
-overlaps and holds out one dev split per ``dev_sets`` domain); dev_sets
-(``coco+flickr``); buckets (data.length_buckets: length-bucketed batches);
-runlocal (a few steps on little data)."""
 GLOVE_PACKAGE_DIM = 50
 
 

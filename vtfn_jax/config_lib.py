@@ -1,5 +1,21 @@
 """VTFN's config pieces: its options, the run (trainer, data, evaluations), the model,
-the loss, and the baselines' models. Numbers come from the experiment files."""
+the loss, and the baselines' models. Numbers come from the experiment files.
+
+Options (vtfn_jax.config_lib.OPTIONS): data_dir; features
+("coco_object_labels" or a FeatureStore folder written by
+vtfn_jax.extract_features); captions ("one" per image, as in the paper, or
+"all"); pca (image features reduced to this many components, 0: none);
+fraction (of the training images kept, nested across fractions: the data-scale
+curve); glove ("" | "package" | glove.*.txt path; sets the word-vector size to
+the file's); glove_words (with glove: the vocabulary is the captions' words
+plus GloVe's first glove_words words by rank, -1 all of them, so words only
+evaluation text uses keep their GloVe vector); frozen_words (word vectors left
+untrained, e.g. GloVe's, while the rest of the tower learns); pivot (weight of
+the caption-pivot loss); image (weight of the image loss; 0 with pivot>0 is the
+CaptionPivot control); select ("dev_auc": early stopping on held-out images'
+same-image AUC, or "avg2016": on STS16 mean Pearson, the paper's criterion);
+runlocal (a few steps on little data).
+"""
 
 from __future__ import annotations
 
@@ -23,20 +39,6 @@ OPTIONS = dict(
     select="dev_auc",
     runlocal=False,
 )
-OPTIONS_HELP = """Options (vtfn_jax.config_lib.OPTIONS): data_dir; features
-("coco_object_labels" or a FeatureStore folder written by
-vtfn_jax.extract_features); captions ("one" per image, as in the paper, or
-"all"); pca (image features reduced to this many components, 0: none);
-fraction (of the training images kept, nested across fractions: the data-scale
-curve); glove ("" | "package" | glove.*.txt path; sets the word-vector size to
-the file's); glove_words (with glove: the vocabulary is the captions' words
-plus GloVe's first glove_words words by rank, -1 all of them, so words only
-evaluation text uses keep their GloVe vector); frozen_words (word vectors left
-untrained, e.g. GloVe's, while the rest of the tower learns); pivot (weight of
-the caption-pivot loss); image (weight of the image loss; 0 with pivot>0 is the
-CaptionPivot control); select ("dev_auc": early stopping on held-out images'
-same-image AUC, or "avg2016": on STS16 mean Pearson, the paper's criterion);
-runlocal (a few steps on little data)."""
 GLOVE_PACKAGE_DIM = 50  # the offline glove.6B.50d package
 SOURCES = ("files", "shapes_world")
 
