@@ -163,8 +163,9 @@ def expand_grid(module: types.ModuleType, arg: str) -> list[Job]:
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
         raise ValueError(f"sweep has several jobs named {duplicates}")
+    base = module.get_config(arg or None)
     for job in jobs:
-        config = module.get_config(arg or None)
+        config = base.copy_and_resolve_references()
         config.lock()
         try:
             apply_overrides(config, job.overrides)
