@@ -39,6 +39,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         shapes_world=dict(num_scenes=200 if arg.runlocal else 2000, seed=0),
         max_len=24,
         length_buckets=0,  # >0: length-bucketed batches, widths rounded to this multiple
+        topic_clusters=0,  # >0: hard negatives, runs of captions sharing a content word
         min_count=1,
         max_vocab=0,
     )

@@ -11,6 +11,8 @@ sources (``+``-joined names of capsim.data.sources.SOURCES, e.g.
 ``coco+coco_lines+cc3m``; replaces the COCO files and ``flickr8k``, merges
 overlaps and holds out one dev split per ``dev_sets`` domain); dev_sets
 (``coco+flickr``); buckets (data.length_buckets: length-bucketed batches);
+clusters (data.topic_clusters: batches in runs of that many captions sharing a
+content word, i.e. hard in-batch negatives; 0 off);
 runlocal (a few steps on little data).
 """
 
@@ -31,6 +33,7 @@ OPTIONS = dict(
     sources="",
     dev_sets="coco+flickr",
     buckets=0,
+    clusters=0,
     runlocal=False,
 )
 GLOVE_PACKAGE_DIM = 50
@@ -62,7 +65,12 @@ def run(arg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
         config.data = common.caption_files(arg.data_dir, "flickr8k" if arg.flickr8k else "")
         dev = common.same_image_eval(every=arg.eval_every)
     config.data.update(
-        dev_images=500, max_len=20, min_count=5, max_vocab=6000, length_buckets=arg.buckets
+        dev_images=500,
+        max_len=20,
+        min_count=5,
+        max_vocab=6000,
+        length_buckets=arg.buckets,
+        topic_clusters=arg.clusters,
     )
     config.scorer = dict(pooling="top-3")
     config.evals = dict(

@@ -137,7 +137,8 @@ def encoded_corpora(
 def training_batches(
     config: ml_collections.ConfigDict, train: corpus_lib.EncodedCorpus
 ) -> grain.IterDataset:
-    """The grain dataset of training batches (length-bucketed when ``data.length_buckets``)."""
+    """The grain dataset of training batches: length-bucketed with ``data.length_buckets``,
+    in runs of captions sharing a content word (hard negatives) with ``data.topic_clusters``."""
     return training_dataset(
         len(train),
         make_batch_fn(train),
@@ -147,6 +148,7 @@ def training_batches(
         length_buckets=train.length_buckets(
             config.data.get("length_buckets", 0), with_other_captions=True
         ),
+        topic_clusters=train.topic_clusters(config.data.get("topic_clusters", 0)),
     )
 
 

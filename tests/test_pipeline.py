@@ -171,3 +171,112 @@ def test_corpus_length_buckets_cover_the_other_captions_of_each_image():
 def test_a_bad_length_bucket_setting_is_a_clear_error(multiple):
     with pytest.raises(ValueError, match=r"config.data.length_buckets must be 0 \(off\)"):
         _corpus([2, 2]).length_buckets(multiple)
+
+
+def _topic_corpus(num_captions=2000, seed=0) -> tuple[corpus_lib.EncodedCorpus, text.Vocab]:
+    """Captions "a <animal> <verb> in the <place>": 40 animals, 30 verbs, 30 places, each
+    word in 2.5-3.3% of the captions (content words), "a", "in", "the" in all of them."""
+    rng = np.random.default_rng(seed)
+    animal, verb, place = (rng.integers(0, n, num_captions) for n in (40, 30, 30))
+    records = [
+        CaptionRecord(f"img{i // 2}", str(i), f"a animal{a} verb{v} in the place{p}", "train")
+        for i, (a, v, p) in enumerate(zip(animal, verb, place, strict=True))
+    ]
+    vocab = text.Vocab.build(text.tokenize(r.text) for r in records)
+    return corpus_lib.encode_corpus(records, vocab, max_len=10), vocab
+
+
+def _mates_sharing_a_word(corpus, batches):
+    """Per caption, how many others of its batch share a word with it ("a", "in", "the" aside)."""
+    counts = []
+    for batch in batches:
+        words = [set(corpus.records[r].text.split()) - {"a", "in", "the"} for r in batch["rows"]]
+        counts += [sum(bool(w & other) for other in words) - 1 for w in words]
+    return float(np.mean(counts))
+
+
+def test_topic_clusters_are_runs_of_captions_sharing_a_content_word():
+    corpus, vocab = _topic_corpus()
+    clusters = corpus.topic_clusters(4)
+    assert corpus.topic_clusters(0) is None
+    content = set(clusters.words[clusters.words >= 0].tolist())
+    assert not content & set(vocab.lookup(["a", "in", "the"]))
+    assert len(content) == 40 + 30 + 30
+    clustered = pipeline.training_dataset(
+        len(corpus), _rows_and_draws, global_batch_size=16, seed=3, topic_clusters=clusters
+    )
+    plain = pipeline.training_dataset(len(corpus), _rows_and_draws, global_batch_size=16, seed=3)
+    # At random a batch mate shares a word with chance 1/40 + 2/30, about 1.4 of 15 mates;
+    # in runs of 4, the 3 run mates do too.
+    for dataset, low, high in ((clustered, 3.5, 15.0), (plain, 0.0, 2.0)):
+        batches = _batches(dataset, 250)  # two epochs of 125
+        for epoch in (batches[:125], batches[125:]):
+            rows = np.concatenate([b["rows"] for b in epoch])
+            assert len(set(rows.tolist())) == len(rows) == 2000  # each example once
+        assert low <= _mates_sharing_a_word(corpus, batches) <= high
+    # A new order each epoch, the same order for the same seed (so a resumed run matches).
+    again = _batches(
+        pipeline.training_dataset(
+            len(corpus), _rows_and_draws, global_batch_size=16, seed=3, topic_clusters=clusters
+        ),
+        130,
+    )
+    first = _batches(clustered, 130)
+    np.testing.assert_array_equal(first[129]["rows"], again[129]["rows"])
+    assert not np.array_equal(first[0]["rows"], first[125]["rows"])
+
+
+def test_topic_clusters_keep_to_one_width_under_length_buckets():
+    corpus, _ = _topic_corpus(num_captions=6000)  # a fifth of each word's captions per width
+    widths = np.random.default_rng(4).integers(3, 21, len(corpus))
+    dataset = pipeline.training_dataset(
+        len(corpus),
+        _rows_draws_and_width,
+        global_batch_size=16,
+        seed=1,
+        length_buckets=_buckets(widths),
+        topic_clusters=corpus.topic_clusters(4),
+    )
+    batches = _batches(dataset, 375)  # one epoch
+    rounded = [sorted(set(_buckets(widths).rounded(b["rows"]).tolist())) for b in batches]
+    assert sum(len(w) > 1 for w in rounded) <= 4  # 5 widths: at most 4 batches straddle two
+    assert _mates_sharing_a_word(corpus, batches) >= 3.0
+
+
+def test_i2ce_training_batches_take_topic_clusters_from_the_data_config():
+    import ml_collections
+
+    from i2ce_jax import train as i2ce_train
+
+    corpus, vocab = _topic_corpus()
+    config = ml_collections.ConfigDict(
+        dict(batch_size=16, seed=0, data=dict(length_buckets=0, topic_clusters=4))
+    )
+    row_of = {r.text: i for i, r in enumerate(corpus.records)}
+
+    def anchors(dataset):
+        batches = _batches(dataset, 125)
+        texts = [
+            [
+                " ".join(vocab.decode(ids[mask][1:-1]))
+                for ids, mask in zip(b["anchor_ids"], b["anchor_mask"], strict=True)
+            ]
+            for b in batches
+        ]
+        return [{"rows": [row_of[t] for t in batch]} for batch in texts]
+
+    clustered = anchors(i2ce_train.training_batches(config, corpus))
+    config.data.topic_clusters = 0
+    plain = anchors(i2ce_train.training_batches(config, corpus))
+    assert (
+        _mates_sharing_a_word(corpus, clustered)
+        >= 3.5
+        > 2.0
+        >= _mates_sharing_a_word(corpus, plain)
+    )
+
+
+@pytest.mark.parametrize("size", [-1, 2.5, "8"])
+def test_a_bad_topic_cluster_setting_is_a_clear_error(size):
+    with pytest.raises(ValueError, match=r"config.data.topic_clusters must be 0 \(off\)"):
+        _corpus([2, 2]).topic_clusters(size)

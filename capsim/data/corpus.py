@@ -22,6 +22,7 @@ from capsim.data.records import CaptionRecord
 from capsim.errors import DataFormatError
 
 FLICKR8K_EVAL_SPLIT = "test"
+TOPIC_MAX_SHARE = 0.05  # a word in more captions than this is no topic (see topic_clusters)
 
 
 def load_caption_files(data: ml_collections.ConfigDict) -> list[CaptionRecord]:
@@ -176,6 +177,30 @@ class EncodedCorpus:
             np.maximum.at(longest, self.image_index, widths)
             widths = longest[self.image_index]
         return pipeline.LengthBuckets(widths, multiple, self.ids.shape[1])
+
+    def topic_clusters(
+        self, size: int, max_share: float = TOPIC_MAX_SHARE
+    ) -> pipeline.TopicClusters | None:
+        """Hard-negative runs of ``size`` captions sharing a content word (0: None, off).
+
+        A content word is any vocabulary word but the reserved ids that appears in at
+        most ``max_share`` of the captions: "a", "the" and "man" are in too many to
+        say what a caption is about.
+        """
+        if not isinstance(size, int) or size < 0:
+            raise ValueError(
+                f"config.data.topic_clusters must be 0 (off) or the number of captions per "
+                f"run of a shared content word, got {size!r}"
+            )
+        if not size:
+            return None
+        ids = np.where(self.mask, self.ids, 0).astype(np.int64)
+        num_ids = int(ids.max()) + 1
+        rows = np.arange(len(ids))[:, None]
+        in_caption = np.unique((rows * num_ids + ids).ravel()) % num_ids
+        share = np.bincount(in_caption, minlength=num_ids) / len(ids)
+        content = (share <= max_share) & (np.arange(num_ids) >= len(text.SPECIALS))
+        return pipeline.TopicClusters(np.where(content[ids], ids, -1).astype(np.int32), size)
 
     def other_captions(self, rows: np.ndarray, draws: np.ndarray) -> np.ndarray:
         """For each row, a different caption of its image, picked by its draw in [0, 1).

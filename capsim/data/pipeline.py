@@ -81,19 +81,58 @@ class LengthBuckets:
         return batches[rng.permutation(len(batches))].reshape(-1)
 
 
+@dataclasses.dataclass(frozen=True)
+class TopicClusters:
+    """Hard in-batch negatives: runs of ``size`` examples that share a content word.
+
+    ``words[i]`` holds example i's content-word ids (-1 pads the row). Each epoch,
+    every example draws one of its words; examples are sorted by that word (by
+    width first, with length buckets, so that a run keeps to one width) and cut
+    into runs of ``size``, which are shuffled. A batch of B then holds B / size
+    runs: its negatives include captions of other images about the same thing
+    ("dog" beside "dog"), not only unrelated ones. An example without content
+    words draws a random key of its own.
+    """
+
+    words: np.ndarray
+    size: int
+
+    def group(
+        self, order: np.ndarray, rng: np.random.Generator, widths: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``order`` rearranged into shuffled runs of examples that drew the same word."""
+        words = self.words[order]
+        counts = (words >= 0).sum(axis=1)
+        pick = np.minimum((rng.random(len(order)) * counts).astype(np.int64), counts - 1)
+        ranked = np.sort(np.where(words >= 0, words, np.iinfo(words.dtype).max), axis=1)
+        drawn = ranked[np.arange(len(order)), np.maximum(pick, 0)].astype(np.int64)
+        keys = np.where(counts > 0, drawn, -1 - rng.integers(0, 1 << 30, len(order)))
+        keys = (keys,) if widths is None else (keys, widths[order])
+        clustered = order[np.lexsort(keys)]  # stable: ties keep order's random order
+        whole = len(clustered) // self.size * self.size
+        runs = clustered[:whole].reshape(-1, self.size)
+        return np.concatenate([runs[rng.permutation(len(runs))].reshape(-1), clustered[whole:]])
+
+
 class _EpochOrder:
     """The example order of each epoch: a permutation seeded by (seed, epoch), kept for one epoch.
 
     One NumPy permutation per epoch instead of grain's per-element shuffle, so a
     batch of indices costs a slice rather than one Python call per example.
-    With length buckets, the permutation's batches are regrouped by width.
+    With topic clusters, the permutation is first cut into runs that share a word;
+    with length buckets, its batches are then regrouped by width.
     """
 
     def __init__(
-        self, num_examples: int, seed: int, batch_size: int, buckets: LengthBuckets | None
+        self,
+        num_examples: int,
+        seed: int,
+        batch_size: int,
+        buckets: LengthBuckets | None,
+        clusters: TopicClusters | None = None,
     ):
         self.num_examples, self.seed = num_examples, seed
-        self.batch_size, self.buckets = batch_size, buckets
+        self.batch_size, self.buckets, self.clusters = batch_size, buckets, clusters
         self._orders: dict[int, np.ndarray] = {}
 
     def __call__(self, epoch: int) -> np.ndarray:
@@ -101,6 +140,11 @@ class _EpochOrder:
         if order is None:
             rng = np.random.default_rng([self.seed, epoch])
             order = rng.permutation(self.num_examples)
+            if self.clusters is not None:
+                widths = (
+                    None if self.buckets is None else self.buckets.rounded(np.arange(len(order)))
+                )
+                order = self.clusters.group(order, rng, widths)
             if self.buckets is not None:
                 order = self.buckets.group(order, self.batch_size, rng)
             # Reader threads may still be in the previous epoch; the dict is swapped whole.
@@ -141,6 +185,7 @@ def training_dataset(
     num_epochs: int | None = None,
     workers: int = 0,
     length_buckets: LengthBuckets | None = None,
+    topic_clusters: TopicClusters | None = None,
 ) -> grain.IterDataset:
     """Batches of examples ``0..num_examples-1`` in a new random order each epoch.
 
@@ -156,7 +201,8 @@ def training_dataset(
     same order; the iterator state (saved in checkpoints) resumes exactly.
     With ``length_buckets``, batches hold captions of similar width and
     ``make_batch`` is called with ``width=`` as well: it cuts its token arrays
-    to that many positions.
+    to that many positions. With ``topic_clusters``, a batch's examples come in
+    runs that share a content word (hard negatives; see ``TopicClusters``).
     """
     local = local_batch_size(global_batch_size)
     per_epoch = num_examples // global_batch_size
@@ -164,7 +210,7 @@ def training_dataset(
         raise ValueError(f"{num_examples} examples do not fill one batch of {global_batch_size}")
     batch = functools.partial(
         _local_batch,
-        order=_EpochOrder(num_examples, seed, global_batch_size, length_buckets),
+        order=_EpochOrder(num_examples, seed, global_batch_size, length_buckets, topic_clusters),
         make_batch=make_batch,
         per_epoch=per_epoch,
         global_size=global_batch_size,
