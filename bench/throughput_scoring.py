@@ -22,6 +22,7 @@ from capsim import text
 from capsim.eval.ngram import Bleu, CiderD
 from configs import i2ce_coco_margin
 from i2ce_jax import model as i2ce_model
+from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 
 RESULTS_JSON = harness.RESULTS_DIR / "throughput.json"
@@ -165,11 +166,13 @@ def scoring_table(rows: Sequence[Mapping]) -> str:
 
 
 def write_scoring_results(command: str, rows: list[dict], model: str) -> str:
-    """The "## Scoring throughput" section, and the score rows of throughput.json."""
+    """The "## Scoring throughput" section, and the score rows of throughput.json; another
+    packaged model than the default gets a section and a JSON entry of its own."""
     table = scoring_table(rows)
+    title = SCORING_SECTION if model == pretrained.DEFAULT else f"{SCORING_SECTION}: {model}"
     descriptions = "\n".join(f"- `{r['name']}`: {r['description']}." for r in rows)
     n = rows[0]
-    section = f"""{SCORING_SECTION}
+    section = f"""{title}
 
 Command: `{command}`
 
@@ -183,8 +186,12 @@ The machine is shared (2 cores): the load average at the start and the end is in
 
 {table}
 """
-    update_section(SCORING_SECTION, section)
+    update_section(title, section)
     previous = json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {"rows": []}
+    if model != pretrained.DEFAULT:
+        previous[f"scoring_{model}"] = {"command": command, "rows": rows}
+        RESULTS_JSON.write_text(json.dumps(previous, indent=2) + "\n")
+        return table
     kept = [
         r
         for r in previous["rows"]

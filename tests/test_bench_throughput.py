@@ -6,6 +6,7 @@ this file skips.
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import shutil
@@ -151,3 +152,31 @@ def test_checkpoint_stall_times_background_and_awaited_saves():
     assert row["what"] == "checkpoint" and row["bytes"] > 0
     assert _positive_finite(row["ours"]) and _positive_finite(row["reference"])
     _assert_ratio_matches_sides(row, ours_is_speed=False)  # seconds: awaited / background
+
+
+def test_another_packaged_model_gets_its_own_scoring_section(tmp_path, monkeypatch):
+    monkeypatch.setattr(harness, "RESULTS_MD", tmp_path / "RESULTS.md")
+    monkeypatch.setattr(scoring, "RESULTS_JSON", tmp_path / "throughput.json")
+    row = dict(
+        name="I2CE-score-vs-MiniLM",
+        description="d",
+        candidates=3,
+        rounds=2,
+        what="score",
+        ours=10.0,
+        reference=1.0,
+        ratio_median=10.0,
+        ratio_min=9.0,
+        ratio_max=11.0,
+        load_start=1.0,
+        load_end=1.5,
+    )
+    scoring.write_scoring_results("cmd base", [row], "base")
+    scoring.write_scoring_results("cmd large", [{**row, "ratio_median": 5.0}], "large")
+    markdown = (tmp_path / "RESULTS.md").read_text()
+    assert "## Scoring throughput\n" in markdown and "## Scoring throughput: large\n" in markdown
+    base_section = markdown.split("## Scoring throughput\n")[1].split("\n## ")[0]
+    assert "| 10.00 |" in base_section and "packaged `base` model" in base_section
+    saved = json.loads((tmp_path / "throughput.json").read_text())
+    assert [r["ratio_median"] for r in saved["rows"]] == [10.0]
+    assert saved["scoring_large"]["rows"][0]["ratio_median"] == 5.0
