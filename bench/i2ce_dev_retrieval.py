@@ -1,7 +1,9 @@
 """Held-out caption retrieval: a finer dev measure than same-image AUC for choosing I2CE models.
 
-    python bench/i2ce_dev_retrieval.py --data_dir ../shared/data --run NAME=WORKDIR ... \
+    python bench/i2ce_dev_retrieval.py --data_dir ../shared/data --run NAME=DIR ... \
         [--pretrained base,large,research] [--tag levers]
+
+``DIR`` is a training workdir (its best checkpoint) or an exported model folder.
 
 Same-image AUC (the early-stopping measure) compares same-image caption pairs
 with random pairs; near 98.8 it stops telling candidates apart (its standard
@@ -33,6 +35,7 @@ from bench.harness import update_section
 from capsim.data import corpus as corpus_lib
 from capsim.eval.correlation import format_table
 from capsim.eval.retrieval import retrieval_metrics
+from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -71,11 +74,18 @@ def evaluate(scorer: I2CEScorer, splits: dict[str, list]) -> dict[str, float]:
     return row
 
 
+def load_scorer(path: Path) -> I2CEScorer:
+    """The scorer of an exported model folder, or of a workdir's best checkpoint."""
+    if (path / pretrained.WEIGHTS_FILE).exists():
+        return I2CEScorer.pretrained(path)
+    return I2CEScorer.from_checkpoint(path)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", default="../shared/data", type=Path)
     parser.add_argument(
-        "--run", action="append", default=[], metavar="NAME=WORKDIR", help="a trained run"
+        "--run", action="append", default=[], metavar="NAME=DIR", help="a workdir or model folder"
     )
     parser.add_argument("--pretrained", default="", help="packaged models, comma-separated")
     parser.add_argument("--tag", default="", help="own JSON file and RESULTS.md section")
@@ -83,7 +93,7 @@ def main() -> None:
     logging.getLogger().setLevel(logging.WARNING)
     splits = dev_splits(args.data_dir)
     scorers = {
-        name: (lambda p=Path(path): I2CEScorer.from_checkpoint(p))
+        name: (lambda p=Path(path): load_scorer(p))
         for name, path in (spec.split("=", 1) for spec in args.run)
     }
     for model in filter(None, args.pretrained.split(",")):

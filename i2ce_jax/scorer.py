@@ -122,8 +122,9 @@ class I2CEScorer:
         return cls(model.encoder, vocab, **kwargs)
 
     @classmethod
-    def pretrained(cls, name: str = "base", **kwargs) -> I2CEScorer:
-        """A scorer shipped in the package: "base" (default) or "large".
+    def pretrained(cls, name: str | Path = "base", **kwargs) -> I2CEScorer:
+        """A scorer shipped in the package ("base", the default; "large"; "research", whose
+        terms are non-commercial), or of the folder of any exported model.
 
         See i2ce_jax/pretrained/MODEL_CARD.md for their data and figures.
         """
