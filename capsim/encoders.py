@@ -206,6 +206,10 @@ class RNNEncoder(nnx.Module):
     """GRU or LSTM encoder; the sentence vector is the hidden state after the last real token
     (``pooling="last"``) or the mean of the hidden states over the real tokens (``"mean"``).
 
+    ``bidirectional`` splits ``hidden_dim`` between a forward cell and a backward one that
+    reads the real tokens last to first; the sentence vector concatenates the two. Each cell
+    is half as wide, so it costs about what one direction of ``hidden_dim`` does.
+
     Dropout (rate ``dropout``) is applied to the word vectors before the recurrence. The state
     is carried in float32 whatever the compute dtype: each step's gate matmuls round to
     ``dtype``, the update ``(1 - z) * n + z * h`` promotes back to float32, so rounding does not
@@ -224,31 +228,42 @@ class RNNEncoder(nnx.Module):
         embedding_init: np.ndarray | None = None,
         dtype: str | jnp.dtype = DEFAULT_DTYPE,
         pooling: str = "last",
+        bidirectional: bool = False,
     ):
         _check_choice("RNN cell", cell, RNN_CELLS)
         _check_choice("RNN pooling", pooling, RNN_POOLINGS)
+        if bidirectional and hidden_dim % 2:
+            raise ValueError(f"a bidirectional RNN splits hidden_dim in two; got {hidden_dim}")
         dtype = compute_dtype(dtype)
         self.out_dim = hidden_dim
         self.pooling = pooling
         self.embed = _make_embed(vocab_size, embed_dim, embedding_init, rngs, dtype)
         self.dropout = nnx.Dropout(dropout, rngs=rngs)
         cell_type = nnx.GRUCell if cell == "gru" else nnx.OptimizedLSTMCell
-        self.cell = cell_type(
-            embed_dim, hidden_dim, dtype=dtype, param_dtype=PARAM_DTYPE, rngs=rngs
-        )
+        width = hidden_dim // 2 if bidirectional else hidden_dim
+        kinds = dict(dtype=dtype, param_dtype=PARAM_DTYPE, rngs=rngs)
+        self.cell = cell_type(embed_dim, width, **kinds)
+        self.backward_cell = cell_type(embed_dim, width, **kinds) if bidirectional else None
 
-    def __call__(self, ids: Array, mask: Array) -> Array:
-        inputs = self.dropout(_embed_masked(self.embed, ids, mask))
-        final_carry, outputs = scan_rnn(
-            self.cell, inputs, mask, zero_carry(self.cell, ids.shape[0])
-        )
+    def _read(self, cell: nnx.Module, inputs: Array, mask: Array) -> Array:
+        """One direction's sentence vector [B, H] (``pooling``) over the masked ``inputs``."""
+        final_carry, outputs = scan_rnn(cell, inputs, mask, zero_carry(cell, inputs.shape[0]))
         if self.pooling == "mean":  # outputs are zero at masked steps
             count = jnp.maximum(jnp.sum(mask, axis=1, keepdims=True), 1)
             return jnp.sum(outputs, axis=1) / count
-        if isinstance(self.cell, LSTM_CELL_TYPES):
+        if isinstance(cell, LSTM_CELL_TYPES):
             _, hidden = final_carry
             return hidden
         return final_carry
+
+    def __call__(self, ids: Array, mask: Array) -> Array:
+        inputs = self.dropout(_embed_masked(self.embed, ids, mask))
+        forward = self._read(self.cell, inputs, mask)
+        if self.backward_cell is None:
+            return forward
+        # Reversed in time, padding comes first; masked steps leave the carry as it is.
+        backward = self._read(self.backward_cell, inputs[:, ::-1], mask[:, ::-1])
+        return jnp.concatenate([forward, backward], axis=-1)
 
 
 class CNNEncoder(nnx.Module):

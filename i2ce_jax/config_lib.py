@@ -7,6 +7,7 @@ reconstruction only); glove ("" | "package" | a glove.*.txt path: 50-d word
 vectors start from GloVe); flickr8k (False: COCO captions only, e.g. for weights
 that must not carry Flickr8k's research-only licence); states (the intrinsic
 vector: the ``last`` GRU state, as the paper, or the ``mean`` of the states);
+bidir (a bidirectional GRU: two directions of ``hidden / 2`` each, concatenated);
 sources (``+``-joined names of capsim.data.sources.SOURCES, e.g.
 ``coco+coco_lines+cc3m``; replaces the COCO files and ``flickr8k``, merges
 overlaps and holds out one dev split per ``dev_sets`` domain); dev_sets
@@ -30,6 +31,7 @@ OPTIONS = dict(
     glove="",
     flickr8k=True,
     states="last",
+    bidir=False,
     sources="",
     dev_sets="coco+flickr",
     buckets=0,
@@ -100,6 +102,7 @@ def autoencoder(arg: ml_collections.ConfigDict) -> dict:
         glove=arg.glove,
         embed_std=arg.init_std,
         state_pooling=arg.states,  # the intrinsic vector: "last" GRU state (paper) or "mean"
+        bidirectional=arg.bidir,  # the paper's GRU reads left to right only
         dtype="float32",  # compute dtype; "bfloat16" on GPU/TPU (parameters stay float32)
     )
 

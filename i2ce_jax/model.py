@@ -52,6 +52,7 @@ class I2CEAutoencoder(nnx.Module):
         embedding_init: np.ndarray | None = None,
         dtype: str | jnp.dtype = DEFAULT_DTYPE,
         state_pooling: str = "last",
+        bidirectional: bool = False,
     ):
         dtype = compute_dtype(dtype)
         self.encoder = RNNEncoder(
@@ -64,6 +65,7 @@ class I2CEAutoencoder(nnx.Module):
             embedding_init=embedding_init,
             dtype=dtype,
             pooling=state_pooling,
+            bidirectional=bidirectional,
         )
         kinds = dict(dtype=dtype, param_dtype=PARAM_DTYPE, rngs=rngs)
         self.decoder_cell = nnx.GRUCell(embed_dim, hidden_dim, **kinds)
@@ -105,7 +107,7 @@ def build_model(
     else N(0, ``model.embed_std``²) when that is positive, else flax's default init.
     ``model.dtype`` (default "float32"; configs written before it lack it) is the compute dtype;
     ``model.state_pooling`` ("last", the paper's final state, or "mean" over the GRU states)
-    makes the intrinsic vector."""
+    makes the intrinsic vector, from a ``model.bidirectional`` GRU when that is set."""
     embed_std = config.model.get("embed_std", 0.0)
     if embedding_init is None and embed_std > 0:
         embedding_init = normal_embedding(
@@ -120,6 +122,7 @@ def build_model(
         embedding_init=embedding_init,
         dtype=config.model.get("dtype", DEFAULT_DTYPE),
         state_pooling=config.model.get("state_pooling", "last"),
+        bidirectional=config.model.get("bidirectional", False),
     )
 
 

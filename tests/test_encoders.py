@@ -213,3 +213,25 @@ def test_rnn_mean_pooling_is_the_mean_of_the_prefix_states():
     np.testing.assert_allclose(mean(padded, padded > 0), mean(ids, mask), atol=1e-6)
     with pytest.raises(ValueError, match="pooling"):
         encoders.RNNEncoder(VOCAB, 4, 4, pooling="max", rngs=nnx.Rngs(0))
+
+
+def test_bidirectional_rnn_reads_the_real_tokens_both_ways():
+    """The vector is [forward GRU over w1..wn, backward GRU over wn..w1]; padding changes nothing."""
+    bi = encoders.RNNEncoder(VOCAB, 6, 8, bidirectional=True, rngs=nnx.Rngs(5))
+    one_way = encoders.RNNEncoder(VOCAB, 6, 4, rngs=nnx.Rngs(9))
+    one_way.embed, one_way.cell = bi.embed, bi.cell
+    ids = jnp.array([[4, 7, 9, 2, 0, 0], [5, 6, 0, 0, 0, 0]])
+    mask = ids > 0
+    vectors = np.asarray(bi(ids, mask))
+    assert vectors.shape == (2, 8)
+    np.testing.assert_allclose(vectors[:, :4], one_way(ids, mask), atol=1e-6)
+    one_way.cell = bi.backward_cell
+    for b, n in enumerate(np.asarray(mask.sum(1))):
+        reversed_ids = ids[b : b + 1, :n][:, ::-1]
+        np.testing.assert_allclose(
+            vectors[b, 4:], one_way(reversed_ids, reversed_ids > 0)[0], atol=1e-6
+        )
+    padded = jnp.pad(ids, ((0, 0), (0, 3)))
+    np.testing.assert_allclose(bi(padded, padded > 0), vectors, atol=1e-6)
+    with pytest.raises(ValueError, match="splits hidden_dim in two; got 7"):
+        encoders.RNNEncoder(VOCAB, 6, 7, bidirectional=True, rngs=nnx.Rngs(0))

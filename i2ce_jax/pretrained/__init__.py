@@ -50,11 +50,16 @@ def sha256(path: str | Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _encoder(
-    vocab_size: int, embed_dim: int, hidden_dim: int, state_pooling: str = "last"
-) -> RNNEncoder:
+def _encoder(vocab_size: int, meta: dict[str, Any]) -> RNNEncoder:
+    """The packaged encoder's shapes; fields a model exported before them lack get their defaults."""
     return RNNEncoder(
-        vocab_size, embed_dim, hidden_dim, cell="gru", rngs=nnx.Rngs(0), pooling=state_pooling
+        vocab_size,
+        meta["embed_dim"],
+        meta["hidden_dim"],
+        cell="gru",
+        rngs=nnx.Rngs(0),
+        pooling=meta.get("state_pooling", "last"),
+        bidirectional=meta.get("bidirectional", False),
     )
 
 
@@ -92,6 +97,7 @@ def export(workdir: str | Path, out_dir: str | Path) -> dict[str, Any]:
         "embed_dim": config.model.embed_dim,
         "hidden_dim": config.model.hidden_dim,
         "state_pooling": config.model.get("state_pooling", "last"),
+        "bidirectional": config.model.get("bidirectional", False),
         "pooling": config.scorer.pooling,
         "loss": config.loss.name,
         "steps": results.get("steps"),
@@ -116,11 +122,7 @@ def load(name: str | Path = DEFAULT) -> tuple[RNNEncoder, text.Vocab, dict[str, 
         raise CheckpointError(f"{model_dir / META_FILE}: not a {FORMAT} file")
     vocab = text.Vocab.load(model_dir / VOCAB_FILE)
     # Shapes only: the weights come from the file, so nothing is initialised randomly.
-    encoder = nnx.eval_shape(
-        lambda: _encoder(
-            len(vocab), meta["embed_dim"], meta["hidden_dim"], meta.get("state_pooling", "last")
-        )
-    )
+    encoder = nnx.eval_shape(lambda: _encoder(len(vocab), meta))
     state = nnx.state(encoder, nnx.Param)
     expected = {
         k: v.shape for k, v in traverse_util.flatten_dict(nnx.to_pure_dict(state), sep="/").items()
