@@ -201,7 +201,9 @@ def test_scoring_input_errors_name_the_id(scorer):
     not (DATA / "extra_captions").is_dir(), reason="needs ../shared/data with extra_captions/"
 )
 @requires_glove
-def test_rebuild_command_runs_at_runlocal_size(tmp_path):
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_rebuild_command_runs_at_runlocal_size(tmp_path, bidirectional):
+    """Train, export, load and score; a bidirectional GRU comes back as one."""
     out = tmp_path / "model"
     rebuild.main(
         [
@@ -214,12 +216,14 @@ def test_rebuild_command_runs_at_runlocal_size(tmp_path):
             "--out",
             str(out),
             "--config_arg",
-            "runlocal",
+            f"runlocal,bidir={bidirectional}",
         ]
     )
     encoder, vocab, meta = pretrained.load(out)
     assert pretrained.training_sources(meta) == ["coco", "coco_lines"]
     assert meta["loss"] == "infonce" and meta["embed_dim"] == 50  # GloVe 6B 50-d
+    assert meta["bidirectional"] is bidirectional
+    assert (encoder.backward_cell is not None) is bidirectional
     scorer = I2CEScorer(encoder, vocab)
     _, scores = scorer.compute_score({"a": REFERENCES}, {"a": ["a dog on grass"]})
     assert np.isfinite(scores[0])
