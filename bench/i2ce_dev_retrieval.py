@@ -81,23 +81,34 @@ def load_scorer(path: Path) -> I2CEScorer:
     return I2CEScorer.from_checkpoint(path)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def model_parser(description: str) -> argparse.ArgumentParser:
+    """The arguments of the I2CE model benches: data, the models (``--run``, ``--pretrained``), tag."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--data_dir", default="../shared/data", type=Path)
     parser.add_argument(
         "--run", action="append", default=[], metavar="NAME=DIR", help="a workdir or model folder"
     )
     parser.add_argument("--pretrained", default="", help="packaged models, comma-separated")
     parser.add_argument("--tag", default="", help="own JSON file and RESULTS.md section")
-    args = parser.parse_args()
-    logging.getLogger().setLevel(logging.WARNING)
-    splits = dev_splits(args.data_dir)
-    scorers = {
+    return parser
+
+
+def model_loaders(args: argparse.Namespace, pretrained_prefix: str = "") -> dict:
+    """Name -> a function that loads that model's scorer, ``--run`` models first."""
+    loaders = {
         name: (lambda p=Path(path): load_scorer(p))
         for name, path in (spec.split("=", 1) for spec in args.run)
     }
     for model in filter(None, args.pretrained.split(",")):
-        scorers[f"I2CE-pretrained-{model}"] = lambda m=model: I2CEScorer.pretrained(m)
+        loaders[pretrained_prefix + model] = lambda m=model: I2CEScorer.pretrained(m)
+    return loaders
+
+
+def main() -> None:
+    args = model_parser(__doc__.split("\n\n")[0]).parse_args()
+    logging.getLogger().setLevel(logging.WARNING)
+    splits = dev_splits(args.data_dir)
+    scorers = model_loaders(args, "I2CE-pretrained-")
     rows = {}
     for name, make in scorers.items():
         rows[name] = evaluate(make(), splits)

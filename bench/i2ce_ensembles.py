@@ -19,7 +19,6 @@ section.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import logging
@@ -31,7 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 from bench.harness import update_section
-from bench.i2ce_dev_retrieval import dev_splits, load_scorer, nearest_caption_retrieval
+from bench.i2ce_dev_retrieval import (
+    dev_splits,
+    model_loaders,
+    model_parser,
+    nearest_caption_retrieval,
+)
 from capsim.data.judgments import read_flickr8k_expert
 from capsim.eval import judgment_harness
 from capsim.eval.correlation import format_table
@@ -118,22 +122,11 @@ class Measures:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data_dir", default="../shared/data", type=Path)
-    parser.add_argument(
-        "--run", action="append", default=[], metavar="NAME=DIR", help="a workdir or model folder"
-    )
-    parser.add_argument("--pretrained", default="", help="packaged models, comma-separated")
+    parser = model_parser(__doc__.split("\n\n")[0])
     parser.add_argument("--size", type=int, default=2, help="the most members of an ensemble")
-    parser.add_argument("--tag", default="", help="own JSON file and RESULTS.md section")
     args = parser.parse_args()
     logging.getLogger().setLevel(logging.WARNING)
-    loaders = {
-        name: (lambda p=Path(path): load_scorer(p))
-        for name, path in (spec.split("=", 1) for spec in args.run)
-    }
-    for model in filter(None, args.pretrained.split(",")):
-        loaders[model] = lambda m=model: I2CEScorer.pretrained(m)
+    loaders = model_loaders(args)
     if not loaders:
         parser.error("name at least one model with --run or --pretrained")
     measures = Measures(args.data_dir.resolve())
