@@ -66,6 +66,9 @@ def trainer(
     config.checkpoint_every = checkpoint_every
     config.input_workers = 0  # grain worker processes building batches (0: in the trainer)
     config.allow_config_change = False  # resume a workdir whose model/data keys differ
+    # When no checkpoint in the workdir is usable: move the old run to previous-run-N
+    # (kept) and train from step 0. A usable checkpoint is resumed either way.
+    config.start_over = False
     config.optimizer = dict(
         learning_rate=arg.lr,
         decay_rate=arg.decay,

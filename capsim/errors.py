@@ -39,3 +39,8 @@ class FeatureError(CapsimError):
 
 class CheckpointError(CapsimError):
     """A checkpoint directory is missing, empty or unreadable."""
+
+
+class UnusableCheckpointsError(CheckpointError):
+    """A workdir held checkpoints and none reads back: resuming is impossible, and starting
+    again from step 0 over the old run's logs needs the trainer's explicit ``start_over``."""

@@ -9,6 +9,7 @@
     W/results.json    the final report (write_results)
     W/profile/        a jax.profiler trace, when profile_steps asks for one
     W/.run.lock       held by the live run (capsim.train.lock)
+    W/previous-run-N/ an older run's files, moved aside by ``start_over`` (move_run_aside)
 
 Only process 0 writes, so a multi-host run produces one set of files. Each
 paper package says how its model kinds are loaded back (i2ce_jax.scorer,
@@ -34,6 +35,9 @@ CHECKPOINT_DIR = "checkpoints"
 RESULTS_FILE = "results.json"
 PROFILE_DIR = "profile"
 LOCK_FILE = ".run.lock"
+PREVIOUS_RUN_PREFIX = "previous-run-"
+# What a run leaves that the next run from step 0 would overwrite or append to.
+RUN_OUTPUTS = (CONFIG_FILE, METRICS_FILE, RESULTS_FILE, TENSORBOARD_DIR, CHECKPOINT_DIR)
 
 
 def is_main_process() -> bool:
@@ -60,3 +64,31 @@ def write_results(workdir: str | Path, results: Mapping[str, Any]) -> Path:
     if is_main_process():
         path.write_text(json.dumps(results, indent=2) + "\n")
     return path
+
+
+def move_run_aside(workdir: str | Path) -> Path:
+    """Moves a run's outputs (RUN_OUTPUTS) into ``W/previous-run-N``, the first free N,
+    so that a new run can start at step 0 without deleting anything; returns that folder.
+
+    Process 0 moves; every process returns the same folder, once it is there.
+    """
+    workdir = Path(workdir)
+    number = 1
+    while (workdir / f"{PREVIOUS_RUN_PREFIX}{number}").exists():
+        number += 1
+    kept = workdir / f"{PREVIOUS_RUN_PREFIX}{number}"
+    _sync_processes("move_run_aside: folder chosen")
+    if is_main_process():
+        kept.mkdir()
+        for name in RUN_OUTPUTS:
+            if (workdir / name).exists():
+                (workdir / name).rename(kept / name)
+    _sync_processes("move_run_aside: moved")
+    return kept
+
+
+def _sync_processes(name: str) -> None:
+    if jax.process_count() > 1:
+        from jax.experimental import multihost_utils
+
+        multihost_utils.sync_global_devices(name)

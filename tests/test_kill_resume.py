@@ -67,6 +67,19 @@ if jax.process_index() == int(os.environ.get("BAD_SHAPE_PROCESS", -1)):
 
     test_trainer.mse = bad_shape_loss
 
+pace = float(os.environ.get("STEP_SECONDS", 0))
+if pace:  # each batch waits this long: steps at a known rate, whatever the machine
+    import time
+    import test_trainer
+
+    unpaced = test_trainer.make_batch
+
+    def paced_batch(rows, draws):
+        time.sleep(pace)
+        return unpaced(rows, draws)
+
+    test_trainer.make_batch = paced_batch
+
 workdir, num_steps = sys.argv[1], int(sys.argv[2])
 every = int(os.environ.get("CHECKPOINT_EVERY", 7))
 model, _ = run(tiny_config(num_steps=num_steps, checkpoint_every=every, log_every=1), workdir)

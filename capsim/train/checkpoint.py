@@ -26,7 +26,7 @@ import orbax.checkpoint as ocp
 from flax import nnx
 from orbax.checkpoint import checkpoint_managers as policies
 
-from capsim.errors import CheckpointError
+from capsim.errors import CheckpointError, UnusableCheckpointsError
 from capsim.workdir import CHECKPOINT_DIR
 
 # Where workdirs written before the single manager kept their best model; still read.
@@ -80,6 +80,7 @@ class Checkpointer:
         read_only: bool = False,
     ):
         self.directory = Path(directory).absolute()
+        self._unreadable_metrics: list[tuple[Path, Path]] = []
         if read_only:
             options = ocp.CheckpointManagerOptions(
                 read_only=True, save_interval_steps=0, best_fn=_selection_score
@@ -104,8 +105,14 @@ class Checkpointer:
                 ),
             )
             # The manager reads every step's metrics when it starts: a damaged one
-            # would stop it before restore_newest_usable could fall back past it.
-            _set_aside(self.directory, _steps_with_unreadable_metrics(self.directory))
+            # would stop it before restore_newest_usable could fall back past it, so
+            # it waits aside (and goes back if no other step restores either).
+            unreadable = _steps_with_unreadable_metrics(self.directory)
+            if unreadable and set(unreadable) >= set(_step_numbers(self.directory)):
+                raise _unusable(
+                    self.directory, [f"step {s}: metrics unreadable" for s in unreadable]
+                )
+            self._unreadable_metrics = _set_aside(self.directory, unreadable)
         try:
             self._manager = ocp.CheckpointManager(self.directory, options=options)
         except (ValueError, OSError) as error:  # UnicodeDecodeError is a ValueError
@@ -117,6 +124,10 @@ class Checkpointer:
 
     def latest_step(self) -> int | None:
         return self._manager.latest_step()
+
+    def holds_checkpoints(self) -> bool:
+        """Whether a run wrote checkpoints here: a step, or one set aside as damaged."""
+        return self.latest_step() is not None or any(self.directory.glob("*.damaged*"))
 
     def best_step(self) -> int | None:
         """The kept step with the best evaluation (orbax's ranking), None before the first."""
@@ -214,9 +225,10 @@ class Checkpointer:
     def restore_newest_usable(self, **objects: Any) -> dict[str, Any]:
         """Restores the newest checkpoint that reads back, falling back past damaged ones.
 
-        Each skipped checkpoint is logged with the reason. When checkpoints exist
-        but none is usable, raises CheckpointError naming the directory: a run
-        never silently starts again from step 0 over a workdir that had them.
+        Each skipped checkpoint is logged with the reason, and moved aside once an
+        older one has restored. When none is usable, raises UnusableCheckpointsError
+        naming the directory and changes nothing: a run never silently starts again
+        from step 0 over a workdir that had checkpoints.
         """
         failures, damaged = [], []
         for step in sorted(self._manager.all_steps(), reverse=True):
@@ -239,16 +251,29 @@ class Checkpointer:
                     "; ".join(failures),
                 )
             return meta
-        raise CheckpointError(
-            f"{self.directory} holds checkpoints but none is usable ({'; '.join(failures)}); "
-            "move the folder away to start again from step 0"
-        )
+        for folder, target in self._unreadable_metrics:  # nothing changes when nothing restores
+            target.rename(folder)
+            failures.append(f"step {folder.name}: metrics unreadable")
+        damaged = sorted(p.name for p in self.directory.glob("*.damaged*"))
+        raise _unusable(self.directory, failures or [f"only damaged steps: {', '.join(damaged)}"])
 
     def wait(self) -> None:
         self._manager.wait_until_finished()
 
     def close(self) -> None:
         self._manager.close()
+
+
+def _unusable(directory: Path, failures: list[str]) -> UnusableCheckpointsError:
+    return UnusableCheckpointsError(
+        f"{directory} holds checkpoints but none is usable ({'; '.join(failures)}). Nothing "
+        "was changed. To train again from step 0 in this workdir, rerun with "
+        "--config.start_over=True: the old run's files are moved aside and kept"
+    )
+
+
+def _step_numbers(directory: Path) -> list[int]:
+    return [int(p.name) for p in directory.glob("*") if p.name.isdigit() and p.is_dir()]
 
 
 def _steps_with_unreadable_metrics(directory: Path) -> list[int]:
@@ -264,9 +289,10 @@ def _steps_with_unreadable_metrics(directory: Path) -> list[int]:
     return damaged
 
 
-def _set_aside(directory: Path, steps: list[int]) -> None:
+def _set_aside(directory: Path, steps: list[int]) -> list[tuple[Path, Path]]:
     """Renames damaged step folders to ``<step>.damaged``: kept for inspection, and out
-    of the way of the steps the resumed run saves again."""
+    of the way of the steps the resumed run saves again. Returns (folder, new name) pairs."""
+    moved = []
     for step in steps:
         folder = directory / str(step)
         if folder.exists():
@@ -274,9 +300,11 @@ def _set_aside(directory: Path, steps: list[int]) -> None:
             while target.exists():
                 target, n = folder.with_name(f"{step}.damaged-{n}"), n + 1
             folder.rename(target)
+            moved.append((folder, target))
             logging.warning(
                 "checkpoint step %d in %s is damaged; moved it to %s", step, directory, target
             )
+    return moved
 
 
 def find_model_checkpoint(path: str | Path) -> Path:

@@ -58,7 +58,10 @@ def run_training_cli(
         setup_logging(verbose=flags.FLAGS.verbosity >= 1)
         if overrides.value:
             apply_overrides(config.value, json.loads(Path(overrides.value).read_text()))
-        train_and_evaluate(config.value, workdir.value)
+        try:
+            train_and_evaluate(config.value, workdir.value)
+        except CapsimError as error:  # bad input, a damaged workdir: one line that says what
+            sys.exit(f"{train_and_evaluate.__module__}: error: {error}")
 
     app.run(main)
 

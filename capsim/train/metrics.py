@@ -40,6 +40,15 @@ def _drop_rows_after(path: Path, step: int) -> int:
     return len(lines) - len(kept)
 
 
+def logged_values(workdir: str | Path, key: str) -> list[float]:
+    """Every value of ``key`` in the run's metrics.jsonl, in step order ([] without the file)."""
+    path = Path(workdir) / METRICS_FILE
+    if not path.exists():
+        return []
+    rows = (json.loads(line) for line in path.read_text().splitlines() if line.strip())
+    return [row[key] for row in rows if key in row]
+
+
 class MetricWriter:
     """TensorBoard scalars (tensorboardX) plus a line-per-record metrics.jsonl.
 

@@ -28,7 +28,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from capsim.errors import CheckpointError
+from capsim.errors import CheckpointError, UnusableCheckpointsError
 from capsim.train import mesh as mesh_lib
 from capsim.train.checkpoint import (
     LEGACY_BEST_DIR,
@@ -37,10 +37,10 @@ from capsim.train.checkpoint import (
 )
 from capsim.train.faults import Preemption, exit_on_failure
 from capsim.train.lock import hold_workdir
-from capsim.train.metrics import MetricWriter
+from capsim.train.metrics import MetricWriter, logged_values
 from capsim.train.optimizer import make_optimizer, trainable
 from capsim.train.progress import Progress
-from capsim.workdir import CHECKPOINT_DIR, PROFILE_DIR, save_config
+from capsim.workdir import CHECKPOINT_DIR, PROFILE_DIR, move_run_aside, save_config
 
 LossFn = Callable[[nnx.Module, Mapping[str, jax.Array], jax.Array], tuple[jax.Array, dict]]
 
@@ -135,7 +135,8 @@ class Trainer:
     benches); ``fit`` adds the loop. Config keys: seed, batch_size, num_steps,
     log_every, checkpoint_every, optimizer.* (``optimizer.frozen``: see
     ``trainable``), early_stopping.{metric, mode, patience}, and optionally
-    profile_steps ("A:B") and device_prefetch (batches ahead; ``default_prefetch``).
+    profile_steps ("A:B"), device_prefetch (batches ahead; ``default_prefetch``) and
+    start_over (when no checkpoint is usable, move the old run aside and train from 0).
     """
 
     def __init__(
@@ -225,23 +226,43 @@ class _Run:
                 f"(mv {workdir / LEGACY_BEST_DIR} {workdir}/best.old): the run resumes from "
                 f"{CHECKPOINT_DIR}/ and early stopping counts again from the next evaluation"
             )
-        save_config(config, workdir)
         self.trainer, self.config, self.workdir = trainer, config, workdir
         self.evaluate = evaluate
         self.every = evaluate.every if evaluate else 0
         self.stopping = config.early_stopping
-        self.checkpoints = Checkpointer(
-            workdir / CHECKPOINT_DIR, keep=2, save_every=config.checkpoint_every
-        )
         self.data_iter = iter(train_data)
-        self.step = 0
-        if self.checkpoints.latest_step() is not None:
-            self.step = self.checkpoints.restore_newest_usable(
+        try:
+            self.step = self._resume()
+        except UnusableCheckpointsError as error:
+            if not config.get("start_over", False):
+                raise
+            kept = move_run_aside(workdir)
+            logging.warning(
+                "%s\nstart_over: moved the old run to %s; training from step 0", error, kept
+            )
+            self.step = self._resume()
+        save_config(config, workdir)
+        self.first_step = self.step
+        self.profile = _profile_range(config.get("profile_steps", ""))
+
+    def _resume(self) -> int:
+        """Opens the checkpoints and restores the newest usable one; returns its step (0: none)."""
+        self.checkpoints = Checkpointer(
+            self.workdir / CHECKPOINT_DIR, keep=2, save_every=self.config.checkpoint_every
+        )
+        if not self.checkpoints.holds_checkpoints():
+            return 0
+        trainer = self.trainer
+        try:
+            step = self.checkpoints.restore_newest_usable(
                 model=trainer.model, optimizer=trainer.optimizer, data_iterator=self.data_iter
             )["step"]
-            trainer.place_state()
-            logging.info("resumed from %s at step %d", self.checkpoints.directory, self.step)
-        self.profile = _profile_range(config.get("profile_steps", ""))
+        except UnusableCheckpointsError:
+            self.checkpoints.close()  # before start_over moves its folder
+            raise
+        trainer.place_state()
+        logging.info("resumed from %s at step %d", self.checkpoints.directory, step)
+        return step
 
     # Early stopping, read from orbax's bookkeeping of the evaluated checkpoints.
     def best_value(self) -> float | None:
@@ -329,6 +350,13 @@ class _Run:
                         logging.info("step %d eval %s", self.step, results)
                     evaluated = metric in results
                     preempted = preemption.reached(self.step)  # every step, on every process
+                    if preempted:
+                        print(
+                            f"process {jax.process_index()}: preemption notice (SIGTERM): stopping "
+                            f"at step {self.step}, the step every process agreed on; saving",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                     # Forced saves: evaluations (ranked for the best step), the last step and
                     # a preemption; orbax's policy adds its interval.
                     if evaluated or done or preempted or self.checkpoints.should_save(self.step):
@@ -352,6 +380,15 @@ class _Run:
                         break
         finally:
             preemption.close()  # SIGTERM back to its previous handler, however the loop ends
+        if self.step == self.first_step:
+            logging.warning(
+                "nothing left to train: the run in %s had reached step %d%s; its speed below "
+                "is the one it logged",
+                self.workdir,
+                self.step,
+                " and stopped early" if self.should_stop() else "",
+            )
+            speeds = logged_values(self.workdir, "train/examples_per_second")
         nnx.update((trainer.model, trainer.optimizer), mesh_lib.to_local(trainer.state))
         trainer.model.eval()
         writer.close()
