@@ -87,6 +87,7 @@ def caption_files(data_dir: str, flickr8k_dir: str = "") -> dict:
     return dict(
         source="files",
         data_dir=data_dir,
+        keep_karpathy_test=False,  # True: train on Karpathy COCO test images (dropped by default)
         coco_captions=("coco/captions_*.json",),
         karpathy="",
         karpathy_splits=("train", "restval"),

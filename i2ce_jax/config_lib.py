@@ -58,6 +58,7 @@ def run(arg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
         config.data = dict(
             source="files",
             data_dir=arg.data_dir,
+            keep_karpathy_test=False,  # True: train on Karpathy COCO test images
             sources=tuple(arg.sources.split("+")),
             dev_sets=dev_sets,
         )

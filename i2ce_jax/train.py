@@ -58,7 +58,7 @@ def load_corpora(
     if data.source == "files":
         records = corpus_lib.load_caption_files(data)
         train, dev = corpus_lib.hold_out_images(records, data.dev_images, config.seed)
-        return train, {"dev": dev}, None
+        return corpus_lib.without_karpathy_test(train, data), {"dev": dev}, None
     raise ValueError(f"config.data.source must be 'shapes_world' or 'files', got {data.source!r}")
 
 

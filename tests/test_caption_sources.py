@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jax.numpy as jnp
@@ -136,7 +137,34 @@ def test_a_flickr30k_caption_of_a_flickr8k_test_image_is_refused(tmp_path):
         corpus.load_sources(data_config(root, "flickr30k", dev_sets="coco"), seed=0)
 
 
-def test_karpathy_test_split_is_refused(tmp_path):
+KARPATHY_TEST_IMAGE = (
+    391895  # a Karpathy COCO test image (capsim/data/karpathy_coco_test_images.txt)
+)
+
+
+def test_the_shipped_karpathy_test_list_is_the_split(shared_data):
+    """The package's list equals the split file in ../shared/data (whose hash its README gives)."""
+    listed = shared_data / "coco" / "karpathy_test_images.txt"
+    if not listed.is_file():
+        pytest.skip(f"{listed} is absent")
+    ids = {line.split()[1] for line in listed.read_text().splitlines()}
+    assert sources.karpathy_coco_test_images() == ids and len(ids) == 5000
+    assert str(KARPATHY_TEST_IMAGE) in ids
+
+
+def write_karpathy(path: Path, images: list[tuple[int, str]]) -> Path:
+    payload = {
+        "images": [
+            {"cocoid": i, "split": split, "sentences": [{"raw": f"photo {i}", "sentid": i}]}
+            for i, split in images
+        ]
+    }
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def test_karpathy_test_split_is_refused_naming_an_image(tmp_path):
+    write_karpathy(tmp_path / "dataset_coco.json", [(1, "train"), (KARPATHY_TEST_IMAGE, "test")])
     data = ml_collections.ConfigDict(
         dict(
             data_dir=str(tmp_path),
@@ -145,10 +173,73 @@ def test_karpathy_test_split_is_refused(tmp_path):
             karpathy_splits=("train", "test"),
             flickr8k_dir="",
             flickr8k_splits=("train",),
+            keep_karpathy_test=True,  # keeping dropped images never admits the split itself
         )
     )
-    with pytest.raises(ValueError, match=r"'test' \(.*dataset_coco\.json\)"):
+    with pytest.raises(
+        ValueError, match=rf"'test' \(.*dataset_coco\.json, e\.g\. image {KARPATHY_TEST_IMAGE}\)"
+    ):
         corpus.load_caption_files(data)
+
+
+def test_karpathy_test_images_are_dropped_from_training_by_default(tmp_path, caplog):
+    """From every COCO source (caption JSON, COCO lines with ids), after the dev draw,
+    with a logged count; data.keep_karpathy_test=True keeps them."""
+    root = make_data_dir(tmp_path)
+    test_image = KARPATHY_TEST_IMAGE
+    write_coco(
+        root / "coco" / "captions_train2014.json",
+        [(test_image, 1, "a judged photo"), (test_image, 2, "the same judged photo")],
+    )
+    (root / "extra_captions" / "coco" / "judged.txt").write_text(f"{test_image} a judged line.\n")
+    config = data_config(root, "coco+coco_lines", dev_sets="")
+    with caplog.at_level("WARNING"):
+        train, _ = corpus.load_sources(config, seed=0)
+    assert str(test_image) not in {r.image_id for r in train}
+    assert "dropped 3 training captions of 1 Karpathy COCO test images" in caplog.text
+    config.keep_karpathy_test = True
+    kept, _ = corpus.load_sources(config, seed=0)
+    assert len([r for r in kept if r.image_id == str(test_image)]) == 3
+    assert len(kept) == len(train) + 3
+
+
+def test_i2ce_caption_files_drop_karpathy_test_images(tmp_path, caplog):
+    """I2CE's caption-file path (no named sources): dropped after the dev draw."""
+    from configs import i2ce_coco_margin
+    from i2ce_jax import train as i2ce_train
+
+    captions = [
+        (i, 10 * i + k, f"coco image {i} caption {k}") for i in range(1, 31) for k in (0, 1)
+    ]
+    captions += [(KARPATHY_TEST_IMAGE, 1, "a judged photo"), (KARPATHY_TEST_IMAGE, 2, "again")]
+    write_coco(tmp_path / "coco" / "captions_val2017.json", captions)
+    config = i2ce_coco_margin.get_config(f"data_dir={tmp_path},flickr8k=False")
+    config.data.dev_images = 2
+    with caplog.at_level("WARNING"):
+        train, dev, _ = i2ce_train.load_corpora(config)
+    trained = {r.image_id for r in train}
+    assert (
+        str(KARPATHY_TEST_IMAGE) not in trained
+        and len(trained | {r.image_id for r in dev["dev"]}) >= 30
+    )
+    assert "Karpathy COCO test images" in caplog.text
+
+
+def test_vtfn_on_real_coco_trains_on_no_karpathy_test_image(shared_data, caplog):
+    """VTFN on COCO val2017 with the object labels: 593 of its images are Karpathy test
+    images; none is trained on (held-out dev and test images may be among them)."""
+    if not (shared_data / "coco" / "val2014_object_labels.json").is_file():
+        pytest.skip("COCO files are absent")
+    from configs import coco_bow
+    from vtfn_jax import data as vtfn_data
+
+    config = coco_bow.get_config(f"data_dir={shared_data}")
+    with caplog.at_level("WARNING"):
+        records = vtfn_data.prepare_data(config).records
+    test = sources.karpathy_coco_test_images()
+    assert not test & {r.image_id for r in records["train"]}
+    match = re.search(r"dropped (\d+) training captions of (\d+) Karpathy", caplog.text)
+    assert match and 400 < int(match.group(2)) <= 593, caplog.text
 
 
 def test_cc3m_with_and_without_header(tmp_path):

@@ -74,6 +74,7 @@ def _split_records(config: ml_collections.ConfigDict):
     logger.info("features (%s): %s", store.source, report)
     rest, test = corpus_lib.hold_out_images(kept, data.test_images, config.seed)
     train, dev = corpus_lib.hold_out_images(rest, data.dev_images, config.seed + 1)
+    train = corpus_lib.without_karpathy_test(train, data)
     return {"train": train, "dev": dev, "test": test}, store, None
 
 

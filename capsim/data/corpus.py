@@ -42,13 +42,16 @@ def load_caption_files(data: ml_collections.ConfigDict) -> list[CaptionRecord]:
         for path in paths:
             records += captions.read_coco_captions(path)
     if data.karpathy:
+        karpathy = captions.read_karpathy(root / data.karpathy)
         if "test" in data.karpathy_splits:
+            example = next((r.image_id for r in karpathy if r.split == "test"), "none here")
             raise ValueError(
-                f"karpathy_splits includes 'test' ({root / data.karpathy}): the Karpathy test "
-                "images are what caption metrics are judged on and must stay out of training"
+                f"karpathy_splits includes 'test' ({root / data.karpathy}, e.g. image "
+                f"{example}): the Karpathy test images are what captioning models are reported "
+                "and caption metrics judged on, and must stay out of training"
             )
         wanted = set(data.karpathy_splits)
-        records += [r for r in captions.read_karpathy(root / data.karpathy) if r.split in wanted]
+        records += [r for r in karpathy if r.split in wanted]
     if data.flickr8k_dir:
         if FLICKR8K_EVAL_SPLIT in data.flickr8k_splits:
             raise ValueError(
@@ -89,7 +92,7 @@ def load_sources(
         dev["dev_coco"] = hold_out_images(dev["dev_coco"], data.dev_images, seed)[1]
     held = {r.image_id for records in dev.values() for r in records}
     merged = sources.merge(r for records in read.values() for r in records)
-    train = [r for r in merged if r.image_id not in held]
+    train = without_karpathy_test([r for r in merged if r.image_id not in held], data)
     logging.info(
         "sources %s: %d captions read, %d once each, %d trained on (%d images); dev %s",
         {name: len(records) for name, records in read.items()},
@@ -102,6 +105,26 @@ def load_sources(
     if not train:
         raise ValueError(f"the sources {list(data.sources)} hold no training captions under {root}")
     return train, dev
+
+
+def without_karpathy_test(
+    train: Sequence[CaptionRecord], data: ml_collections.ConfigDict
+) -> list[CaptionRecord]:
+    """Training captions without those of Karpathy COCO test images, saying how many went
+    (sources.drop_karpathy_test); ``data.keep_karpathy_test=True`` keeps them, and says so."""
+    keep = data.get("keep_karpathy_test", False)
+    kept, dropped = sources.drop_karpathy_test(train, keep)
+    if dropped:
+        images = len({r.image_id for r in train}) - len({r.image_id for r in kept})
+        logging.warning(
+            "dropped %d training captions of %d Karpathy COCO test images (captioning models "
+            "are reported on them, THumB judges them); data.keep_karpathy_test=True keeps them",
+            dropped,
+            images,
+        )
+    elif keep:
+        logging.warning("data.keep_karpathy_test=True: Karpathy COCO test images are trained on")
+    return kept
 
 
 def _check_flickr30k_against_flickr8k_test(root: Path) -> None:

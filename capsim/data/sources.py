@@ -8,8 +8,10 @@ to the data:
 * a Flickr30k folder that holds a Flickr8k **test** photo (Flickr8k-Expert
   judges their captions) is refused, naming the file, line and image; so is
   one whose caption equals a Flickr8k test caption, when Flickr8k is at hand;
-* a COCO Karpathy ``test`` split is refused as training data
-  (``capsim.data.corpus``).
+* a COCO Karpathy ``test`` split is refused as training data, naming an image
+  (``capsim.data.corpus``), and the captions of its 5,000 images (captioning
+  papers report on them; THumB judges them) are dropped from every COCO source
+  by default (``drop_karpathy_test``; ``data.keep_karpathy_test`` keeps them).
 
 ``merge`` trains on each caption once when sources overlap (Flickr8k is a
 subset of Flickr30k, val2017 of val2014): images are keyed by their photo
@@ -44,6 +46,9 @@ _PUNCTUATION = re.compile(r"[^\w\s]")
 _SPACES = re.compile(r"\s+")
 _COCO_LINE = re.compile(r"^(\d+) (.*)$")
 _FLICKR8K_TEST_PHOTOS = Path(__file__).with_name("flickr8k_test_photos.txt")
+# COCO ids of the Karpathy test split's 5,000 val2014 images, from Karpathy & Fei-Fei's
+# split as Up-Down-Captioner's data/coco_splits/karpathy_test_images.txt lists it (MIT).
+_KARPATHY_COCO_TEST_IMAGES = Path(__file__).with_name("karpathy_coco_test_images.txt")
 # Sources whose captions have no image beside them: each row is an image of its own.
 SINGLE_CAPTION_PREFIXES = ("cc3m/", "coco_line/")
 
@@ -68,6 +73,27 @@ def photo_key(image_id: str) -> str:
 def flickr8k_test_photos() -> frozenset[str]:
     """Photo ids of the 1,000 Flickr8k test images (shipped, so the guard needs no download)."""
     return frozenset(_FLICKR8K_TEST_PHOTOS.read_text().split())
+
+
+@functools.cache
+def karpathy_coco_test_images() -> frozenset[str]:
+    """COCO ids of the Karpathy test split's images (shipped, so the guard works anywhere)."""
+    return frozenset(_KARPATHY_COCO_TEST_IMAGES.read_text().split())
+
+
+def drop_karpathy_test(
+    records: Sequence[CaptionRecord], keep: bool = False
+) -> tuple[list[CaptionRecord], int]:
+    """Training captions without those of Karpathy COCO test images, and how many went.
+
+    COCO records carry the bare COCO id (``read_coco_captions``, ``read_karpathy``,
+    ``read_coco_lines`` with ids); other corpora prefix theirs. ``keep`` returns all.
+    """
+    if keep:
+        return list(records), 0
+    test = karpathy_coco_test_images()
+    kept = [r for r in records if r.image_id not in test]
+    return kept, len(records) - len(kept)
 
 
 def _require_caption(text: str, path: Path, line: int) -> str:

@@ -69,7 +69,7 @@ def extra_caption_records(config: ml_collections.ConfigDict, data: VtfnData) -> 
         logger.info(
             "word2vec: dropped %d extra captions of dev/test images", len(records) - len(kept)
         )
-    return kept
+    return corpus_lib.without_karpathy_test(kept, config.data)
 
 
 def train_word2vec(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
