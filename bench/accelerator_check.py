@@ -59,9 +59,9 @@ from bench.accelerator_training import (
     time_training,
     vtfn_gru_case,
 )
+from capsim import mesh as mesh_lib
 from capsim import text
 from capsim.eval import judgment_harness
-from capsim.train import mesh as mesh_lib
 from i2ce_jax import train as i2ce_train
 from i2ce_jax.scorer import I2CEScorer
 from vtfn_jax import train as vtfn_train

@@ -32,7 +32,8 @@ from capsim.data.shapes_world.lexicon import LEXICON
 from capsim.eval.correlation import format_table
 from capsim.eval.same_diff import roc_auc
 from configs import baseline_word2vec, demo_bow
-from vtfn_jax.train import load_trained, train_and_evaluate
+from vtfn_jax.evaluate import load_trained
+from vtfn_jax.train import train_and_evaluate
 
 BENCH_DIR = Path(__file__).resolve().parent
 PLOT = BENCH_DIR / "results" / "shapes_embedding_map.png"

@@ -20,8 +20,6 @@ from bench import harness, minilm
 from bench.harness import load_average, ratio_summary, time_rounds, update_section
 from capsim import text
 from capsim.eval.ngram import Bleu, CiderD
-from configs import i2ce_coco_margin
-from i2ce_jax import model as i2ce_model
 from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 
@@ -36,19 +34,6 @@ def load_golden_pairs(path: Path, limit: int | None) -> tuple[dict, dict]:
     gts = {row["key"]: list(row["references"]) for row in rows}
     res = {row["key"]: [row["candidate"]] for row in rows}
     return gts, res
-
-
-def untrained_scorer(gts: Mapping, res: Mapping, width: int | None = None) -> I2CEScorer:
-    """An I2CE scorer with the default model sizes and a vocabulary of these captions."""
-    captions = [c for refs in gts.values() for c in refs] + [
-        c for cands in res.values() for c in cands
-    ]
-    vocab = text.Vocab.build(text.tokenize(c) for c in captions)
-    config = i2ce_coco_margin.get_config()
-    if width:
-        config.model.embed_dim = config.model.hidden_dim = width
-    model = i2ce_model.build_model(config, len(vocab))
-    return I2CEScorer(model.encoder, vocab, pooling=config.scorer.pooling)
 
 
 def _coco_bleu_cider(gts: Mapping, res: Mapping) -> None:

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from capsim.cli import run_command
 from capsim.eval.correlation import format_table
 from capsim.eval.judgment_harness import SETS, evaluate_judgments, load_set
-from capsim.train.entry import run_command
 from i2ce_jax import pretrained
 from i2ce_jax.score import write_atomically
 from i2ce_jax.scorer import I2CEScorer

@@ -22,9 +22,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from capsim.cli import run_command
 from capsim.data.captions import read_candidates_json, read_references_json
 from capsim.errors import CaptionError
-from capsim.train.entry import run_command
 from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 

@@ -27,10 +27,10 @@ import numpy as np
 from flax import nnx
 
 from capsim import text
+from capsim.checkpoints import find_model_checkpoint, restore_model
 from capsim.embed import embed_sentences, module_encoder
 from capsim.errors import CaptionError, CheckpointError
 from capsim.eval.pooling import pool_similarities
-from capsim.train.checkpoint import find_model_checkpoint, restore_model
 from capsim.workdir import CONFIG_FILE, VOCAB_FILE, load_config
 from i2ce_jax.model import build_model
 

@@ -16,15 +16,15 @@ import grain
 import ml_collections
 import numpy as np
 
+from capsim import mesh as mesh_lib
 from capsim import text
+from capsim.checkpoints import restore_model
 from capsim.data import corpus as corpus_lib
 from capsim.data import glove
 from capsim.data.pipeline import training_dataset
 from capsim.data.records import CaptionRecord
 from capsim.eval.correlation import format_table, results_rows
 from capsim.eval.evaluators import Evaluators, Subject
-from capsim.train import mesh as mesh_lib
-from capsim.train.checkpoint import restore_model
 from capsim.train.entry import run_training_cli
 from capsim.train.optimizer import steps_for_epochs
 from capsim.train.preflight import check_workdir

@@ -10,7 +10,7 @@
 # Each worker clones (or updates) the repository, installs it with JAX's TPU
 # wheels, then all workers start the same training command at once. On a pod
 # slice, jax.distributed.initialize() finds the other workers by itself
-# (capsim.train.mesh.maybe_initialize_distributed sees TPU_WORKER_HOSTNAMES).
+# (capsim.mesh.maybe_initialize_distributed sees TPU_WORKER_HOSTNAMES).
 # WORKDIR and the config's data_dir must be one folder that every worker sees
 # at the same path (Filestore/NFS or a gcsfuse mount): checkpoints are written
 # through local paths, so gs:// URLs do not work.

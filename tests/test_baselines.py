@@ -18,7 +18,7 @@ from capsim.data import glove
 from capsim.data.records import CaptionRecord
 from capsim.errors import CheckpointError
 from configs import coco_gru
-from vtfn_jax import train
+from vtfn_jax import evaluate, train
 from vtfn_jax.baselines import KINDS
 from vtfn_jax.baselines.glove_average import WordAverageEmbedder, glove_embedder
 from vtfn_jax.baselines.language_models import CaptionLanguageModel, make_lm_loss
@@ -315,9 +315,11 @@ def test_word_vector_baselines_train_and_evaluate(name, shared_data, tmp_path):
     assert_finite_same_diff(results)
     assert results["model"] == config.model.kind
     assert 0.9 < results["train"]["vocab_covered"] <= 1.0
-    _, embedder, image_embed = train.load_trained(config, tmp_path)
+    _, embedder, image_embed = evaluate.load_trained(config, tmp_path)
     assert image_embed is None
-    reloaded = train.evaluate_trained(config, prepare_data(config), embedder, None, ["same_diff"])
+    reloaded = evaluate.evaluate_trained(
+        config, prepare_data(config), embedder, None, ["same_diff"]
+    )
     assert reloaded["same_diff"] == results["same_diff"]
 
 
@@ -343,7 +345,7 @@ def test_pure_text_rnn_trains_evaluates_and_reloads_identically(shared_data, tmp
     results = train.train_and_evaluate(config, tmp_path)
     assert_finite_same_diff(results)
     assert np.isfinite(results["train"]["last_train_loss"])
-    data, embedder, image_embed = train.load_trained(config, tmp_path)
+    data, embedder, image_embed = evaluate.load_trained(config, tmp_path)
     assert image_embed is None
     captions = [r.text for r in data.records["test"][:20]] + ["an unseen qqxzv sentence"]
     np.testing.assert_array_equal(embedder.embed(captions), trained[0].embed(captions))

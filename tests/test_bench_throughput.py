@@ -23,6 +23,10 @@ from bench import throughput_parts as parts
 from bench import throughput_pipeline as pipeline
 from bench import throughput_scoring as scoring
 from bench import throughput_training as training
+from capsim import text
+from configs import i2ce_coco_margin
+from i2ce_jax import model as i2ce_model
+from i2ce_jax.scorer import I2CEScorer
 
 TINY = training.Sizes(batch_size=8, vocab_size=64, image_dim=16, width=8)
 GTS = {
@@ -64,8 +68,20 @@ def test_training_measurement_compares_the_same_model(name, counting_load):
     assert row["torch_initial_loss"] == pytest.approx(row["jax_initial_loss"], rel=1e-4, abs=1e-5)
 
 
+def untrained_scorer(gts, res, width: int) -> I2CEScorer:
+    """An I2CE scorer of the default model at ``width``, with a vocabulary of these captions."""
+    captions = [c for refs in gts.values() for c in refs] + [
+        c for cands in res.values() for c in cands
+    ]
+    vocab = text.Vocab.build(text.tokenize(c) for c in captions)
+    config = i2ce_coco_margin.get_config()
+    config.model.embed_dim = config.model.hidden_dim = width
+    model = i2ce_model.build_model(config, len(vocab))
+    return I2CEScorer(model.encoder, vocab, pooling=config.scorer.pooling)
+
+
 def test_scoring_measurement_gives_positive_ratios_per_round():
-    scorer = scoring.untrained_scorer(GTS, RES, width=8)
+    scorer = untrained_scorer(GTS, RES, width=8)
     rows = scoring.measure_scoring(GTS, RES, rounds=2, scorer=scorer)
     names = [r["name"] for r in rows]
     expected = [

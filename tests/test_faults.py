@@ -267,8 +267,8 @@ def test_a_second_run_on_a_live_workdir_is_refused_naming_the_holder(tmp_path):
 def test_a_workdir_from_before_the_single_manager_says_how_to_train_on(tmp_path):
     """Its best/ folder is still what scorers load; training on it is refused with the
     command that converts it."""
+    from capsim.checkpoints import find_model_checkpoint
     from capsim.errors import CheckpointError
-    from capsim.train.checkpoint import find_model_checkpoint
 
     run(tiny_config(num_steps=20), tmp_path)
     (tmp_path / "best").mkdir()  # the old layout: best/<step> beside checkpoints/

@@ -46,6 +46,14 @@ ODDITIES = {
 }
 
 
+def training_sources(meta: dict) -> list[str]:
+    """The caption sources a packaged model was trained on, read from its encoder.json config."""
+    data = meta["config"]["data"]
+    if data.get("sources"):
+        return list(data["sources"])
+    return ["coco", *(["flickr8k"] if data.get("flickr8k_dir") else [])]
+
+
 @pytest.fixture(scope="module")
 def scorer():
     return I2CEScorer.pretrained()
@@ -65,7 +73,7 @@ def test_packaged_models_are_small_and_load_fast():
 
 def test_only_the_research_model_carries_flickr_text():
     for name in pretrained.NAMES:
-        sources = pretrained.training_sources(pretrained.load(name)[2])
+        sources = training_sources(pretrained.load(name)[2])
         flickr = [s for s in sources if s.startswith("flickr")]
         assert bool(flickr) == (name in pretrained.RESEARCH_ONLY), (name, sources)
         assert "coco" in sources
@@ -220,7 +228,7 @@ def test_rebuild_command_runs_at_runlocal_size(tmp_path, bidirectional):
         ]
     )
     encoder, vocab, meta = pretrained.load(out)
-    assert pretrained.training_sources(meta) == ["coco", "coco_lines"]
+    assert training_sources(meta) == ["coco", "coco_lines"]
     assert meta["loss"] == "infonce" and meta["embed_dim"] == 50  # GloVe 6B 50-d
     assert meta["bidirectional"] is bidirectional
     assert (encoder.backward_cell is not None) is bidirectional

@@ -12,10 +12,20 @@ first, and it hides which module owns what.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("capsim", "vtfn_jax", "i2ce_jax")
+# The modules that may import capsim.train: training itself, the two training entry
+# points and the language-model baselines (their training function, loaded lazily).
+TRAINING = (
+    "capsim.train",
+    "vtfn_jax.train",
+    "i2ce_jax.train",
+    "vtfn_jax.baselines.language_models",
+)
 
 
 def _module_name(path: Path) -> str:
@@ -102,10 +112,44 @@ def test_the_graph_sees_function_level_imports():
     # i2ce_jax.scorer imports the packaged models inside I2CEScorer.pretrained.
     assert "i2ce_jax.pretrained" in graph["i2ce_jax.scorer"]
     assert "capsim.train.trainer" in graph["capsim.train"]
-    # Importing capsim.train.checkpoint from outside runs capsim/train/__init__ first.
-    assert "capsim.train" in graph["i2ce_jax.pretrained"]
+    # Importing capsim.train.trainer from outside runs capsim/train/__init__ first.
+    assert "capsim.train" in graph["vtfn_jax.train"]
 
 
 def test_no_import_cycles_in_the_packages():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_only_training_imports_the_trainer():
+    """Models, data pipelines, checkpoint reading, scoring and evaluation sit below training
+    (DESIGN.md §3.12): outside TRAINING no module names capsim.train."""
+    offenders = sorted(
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        if not module.startswith(TRAINING)
+        for target in targets
+        if target == "capsim.train" or target.startswith("capsim.train.")
+    )
+    assert not offenders, offenders
+
+
+INFERENCE = """
+import sys
+from i2ce_jax.scorer import I2CEScorer
+score, _ = I2CEScorer.pretrained().compute_score({"1": ["a dog runs on grass"]}, {"1": ["a dog"]})
+assert 0 < score <= 1, score
+import capsim.data.pipeline, capsim.checkpoints, i2ce_jax.evaluate, i2ce_jax.score
+import vtfn_jax.evaluate, vtfn_jax.extract_features, vtfn_jax.sentence_encoder, vtfn_jax.workdir
+print(sorted(m for m in sys.modules if m == "capsim.train" or m.startswith("capsim.train.")))
+"""
+
+
+def test_scoring_a_caption_and_loading_inference_code_never_load_the_trainer():
+    """In a fresh process: score a caption with the packaged model and import every
+    inference and evaluation entry point; no capsim.train module is loaded."""
+    done = subprocess.run(
+        [sys.executable, "-c", INFERENCE], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout

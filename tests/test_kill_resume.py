@@ -40,7 +40,8 @@ import jax
 import numpy as np
 from flax import nnx
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
-from capsim.train import checkpoint, mesh
+from capsim import mesh
+from capsim.train import checkpoint
 mesh.maybe_initialize_distributed()
 from test_trainer import run, tiny_config
 

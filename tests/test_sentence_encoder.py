@@ -217,7 +217,7 @@ def test_baselines_load_the_same_way(kind, model, tmp_path):
     config, workdir = small_baseline(kind, tmp_path, **model)
     encoder = SentenceEncoder.from_checkpoint(workdir)
     assert encoder.embed_images is None
-    _, embedder, _ = train.load_trained(config, workdir)
+    _, embedder, _ = evaluate.load_trained(config, workdir)
     short = SENTENCES[:6]  # the long one's buckets cost a GRU many compilations
     vectors = encoder.encode(short, batch_size=3)
     np.testing.assert_allclose(vectors, embedder.embed(short, batch_size=64), atol=1e-6)

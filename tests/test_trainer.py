@@ -17,10 +17,10 @@ import numpy as np
 import pytest
 from flax import nnx
 
+from capsim.checkpoints import find_model_checkpoint, restore_model
 from capsim.data.pipeline import training_dataset
 from capsim.errors import CheckpointError, DataFormatError
 from capsim.train import Trainer
-from capsim.train.checkpoint import find_model_checkpoint, restore_model
 
 TRUE_W = np.array([1.5, -2.0, 0.5], np.float32)
 
@@ -317,7 +317,7 @@ def test_unwritable_workdir_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def test_batch_that_does_not_split_over_the_devices_is_a_clear_error(monkeypatch):
-    from capsim.train import mesh as mesh_lib
+    from capsim import mesh as mesh_lib
 
     monkeypatch.setattr(mesh_lib.jax, "device_count", lambda: 8)
     with pytest.raises(ValueError, match=r"batch size 12 does not divide over 8 devices"):

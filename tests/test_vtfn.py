@@ -14,8 +14,9 @@ from capsim import losses
 from capsim.data.glove import load_glove_package
 from configs import coco_bow, demo_bow, demo_cnn, demo_gru
 from vtfn_jax.data import prepare_data
+from vtfn_jax.evaluate import evaluate_trained, load_trained
 from vtfn_jax.model import build_model, make_loss_fn
-from vtfn_jax.train import evaluate_trained, load_trained, train_and_evaluate
+from vtfn_jax.train import train_and_evaluate
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from capsim.errors import CapsimError, DataFormatError, FeatureError
-from capsim.train.progress import Progress
+from capsim.progress import Progress
 from vtfn_jax.features import IDS_FILE, FeatureStore
 from vtfn_jax.images import ID_STYLES, list_images, load_image
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from capsim import text
 from capsim.errors import CaptionError, CheckpointError
-from capsim.train.progress import Progress
+from capsim.progress import Progress
 from capsim.workdir import load_config
 from vtfn_jax import workdir as vtfn_workdir
 from vtfn_jax.embedders import Embedder

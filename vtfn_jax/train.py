@@ -9,20 +9,18 @@ Embedder behind a ``SentenceEncoder``, so all go through the same evaluation.
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import ml_collections
 import numpy as np
 
+from capsim import mesh as mesh_lib
+from capsim.checkpoints import restore_model
 from capsim.data.corpus import CaptionSplit
 from capsim.data.pipeline import training_dataset
 from capsim.eval.correlation import format_table, results_rows
 from capsim.eval.evaluators import Evaluators, Subject
-from capsim.train import mesh as mesh_lib
-from capsim.train.checkpoint import restore_model
 from capsim.train.entry import run_training_cli
 from capsim.train.optimizer import steps_for_epochs
 from capsim.train.preflight import check_workdir
@@ -30,16 +28,10 @@ from capsim.train.trainer import Trainer
 from capsim.workdir import DATA_FILE, VOCAB_FILE, is_main_process, write_results
 from vtfn_jax import baselines
 from vtfn_jax.data import VtfnData, prepare_data
-from vtfn_jax.embedders import DEFAULT_BATCH_SIZE, Embedder
+from vtfn_jax.evaluate import evaluate_trained, subject_for
 from vtfn_jax.model import VTFN, make_loss_fn
 from vtfn_jax.sentence_encoder import SentenceEncoder
-from vtfn_jax.workdir import (
-    image_embedder,
-    load_kind,
-    model_for,
-    run_data,
-    text_embedder,
-)
+from vtfn_jax.workdir import image_embedder, model_for, text_embedder
 
 
 def make_batch_fn(split: CaptionSplit, pivot: bool):
@@ -63,17 +55,6 @@ def make_batch_fn(split: CaptionSplit, pivot: bool):
         return batch
 
     return make_batch
-
-
-def subject_for(data: VtfnData, encoder: SentenceEncoder) -> Subject:
-    """Any trained kind (VTFN or a baseline) as the evaluators see it; held-out sets
-    embed in larger batches than ``encode``'s default (the vectors are the same)."""
-    return Subject(
-        embed=functools.partial(encoder.encode, batch_size=DEFAULT_BATCH_SIZE),
-        embed_images=encoder.embed_images,
-        splits=data.splits,
-        world=data.world,
-    )
 
 
 def vtfn_subject(model: VTFN, data: VtfnData) -> Subject:
@@ -105,38 +86,6 @@ def train_vtfn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData)
 
 
 TRAINERS = {"vtfn": train_vtfn, **{kind: train for kind, (train, _) in baselines.KINDS.items()}}
-
-
-def load_trained(config: ml_collections.ConfigDict, workdir: str | Path):
-    """(data, embedder, image embedder or None) of a finished run, for re-evaluation."""
-    data = run_data(config, workdir)
-    embedder, image_embed = load_kind(config, Path(workdir), data)
-    return data, embedder, image_embed
-
-
-def evaluate_encoder(
-    evaluators: Evaluators,
-    data: VtfnData,
-    encoder: SentenceEncoder,
-    names: list[str] | None = None,
-) -> dict:
-    """The final-report evaluators (or those named) on an encoder and its run's data."""
-    return {
-        "feature_source": data.feature_source,
-        **evaluators.report(subject_for(data, encoder), names),
-    }
-
-
-def evaluate_trained(
-    config: ml_collections.ConfigDict,
-    data: VtfnData,
-    embedder: Embedder,
-    image_embed: Callable | None,
-    names: list[str] | None = None,
-) -> dict:
-    """The final-report evaluators of ``config.evals`` (or those named) on a trained kind."""
-    encoder = SentenceEncoder(embedder, image_embed, config)
-    return evaluate_encoder(Evaluators(config.evals), data, encoder, names)
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -> dict:

@@ -17,10 +17,10 @@ import jax.numpy as jnp
 import ml_collections
 import numpy as np
 
+from capsim.checkpoints import restore_model
 from capsim.data import glove
 from capsim.data.corpus import CaptionSplit, encode_corpus
 from capsim.text import Vocab
-from capsim.train.checkpoint import restore_model
 from capsim.workdir import DATA_FILE, VOCAB_FILE
 from vtfn_jax import baselines
 from vtfn_jax.data import VtfnData, prepare_data

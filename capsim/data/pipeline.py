@@ -17,7 +17,7 @@ import jax
 import numpy as np
 from absl import flags
 
-from capsim.train.mesh import local_batch_size
+from capsim.mesh import local_batch_size
 
 Batch = dict[str, np.ndarray]
 MakeBatch = Callable[[np.ndarray, np.ndarray], Batch]

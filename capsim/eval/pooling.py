@@ -2,18 +2,14 @@
 
 Reference lists differ in length, so similarities arrive padded as [N, R]
 with a boolean mask of the real entries. I2CE's default is the mean of the top
-3 similarities ("max-3"); "max" and "mean" are the two extremes. One pooling
-function serves NumPy and jax.numpy, so scores agree across the two paths.
+3 similarities ("max-3"); "max" and "mean" are the two extremes. Pooling runs
+on the host in float64 after the encoder: a few numbers per candidate.
 """
 
 from __future__ import annotations
 
-import functools
 import re
-from types import ModuleType
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 DEFAULT_POOLING = "top-3"
@@ -46,18 +42,16 @@ def _check_shapes(sims_shape: tuple[int, ...], mask_shape: tuple[int, ...] | Non
         raise ValueError(f"mask shape {mask_shape} differs from sims shape {sims_shape}")
 
 
-def _pool(xp: ModuleType, sims, mask, top_k: int | None):
+def _pool(sims: np.ndarray, real: np.ndarray, top_k: int | None) -> np.ndarray:
     """Mean of the top_k real entries per row (k capped at the row's real count), or of all."""
-    if mask is None:
-        mask = xp.ones(sims.shape, dtype=bool)
-    real_counts = mask.sum(axis=-1)
+    real_counts = real.sum(axis=-1)
     if top_k is None:
-        return xp.where(mask, sims, 0).sum(axis=-1) / real_counts
+        return np.where(real, sims, 0).sum(axis=-1) / real_counts
     # Sorting the negated values puts each row's largest real entries first and padding last.
-    ranked = -xp.sort(xp.where(mask, -sims, xp.inf), axis=-1)
-    kept = xp.minimum(real_counts, top_k)
-    keep = xp.arange(sims.shape[-1])[None, :] < kept[:, None]
-    return xp.where(keep, ranked, 0).sum(axis=-1) / kept
+    ranked = -np.sort(np.where(real, -sims, np.inf), axis=-1)
+    kept = np.minimum(real_counts, top_k)
+    keep = np.arange(sims.shape[-1])[None, :] < kept[:, None]
+    return np.where(keep, ranked, 0).sum(axis=-1) / kept
 
 
 def pool_similarities(
@@ -81,17 +75,4 @@ def pool_similarities(
     bad_rows = np.flatnonzero((real & ~np.isfinite(sims)).any(axis=-1))
     if bad_rows.size:
         raise ValueError(f"row {bad_rows[0]} of sims has a non-finite similarity")
-    return _pool(np, sims, mask, top_k)
-
-
-@functools.partial(jax.jit, static_argnames="mode")
-def pool_similarities_jax(
-    sims: jax.Array, mask: jax.Array | None = None, mode: str = DEFAULT_POOLING
-) -> jax.Array:
-    """pool_similarities for jax arrays, jit-compiled with a static mode.
-
-    Under jit values cannot raise, so a NaN similarity makes its row NaN and a
-    row without real references gives NaN; shapes and the mode are still checked.
-    """
-    _check_shapes(sims.shape, None if mask is None else mask.shape)
-    return _pool(jnp, sims, None if mask is None else mask.astype(bool), top_k_of_mode(mode))
+    return _pool(sims, real, top_k)

@@ -1,15 +1,11 @@
-"""Orbax checkpointing of model, optimizer, grain iterator and step, in one place.
+"""Orbax checkpointing of a training run: model, optimizer, grain iterator and step together.
 
-A checkpoint is a step of one ``ocp.CheckpointManager`` with up to four items:
-``model`` and ``optimizer`` (pure-dict NNX states), ``data`` (the grain
-iterator's state, one JSON per process) and ``meta`` (JSON: step). Keeping the
-model in its own item lets a scorer restore it without building an optimizer.
-Restores go into abstract (shape/dtype) targets built from the config.
-
-Which steps are written and kept is orbax's own policy: saves every
-``save_every`` steps or at an agreed preemption, plus the steps the trainer
-forces (evaluations, the last step); kept are the newest ``keep`` and the best
-evaluated step, ranked by ``SELECTION_KEY`` in the step's orbax metrics.
+The format (items, ranking key) and reading a model back live in
+capsim.checkpoints, below the trainer; this module writes steps and resumes
+training from them. Which steps are written and kept is orbax's own policy:
+saves every ``save_every`` steps or at an agreed preemption, plus the steps the
+trainer forces (evaluations, the last step); kept are the newest ``keep`` and
+the best evaluated step, ranked by ``SELECTION_KEY`` in the step's orbax metrics.
 """
 
 from __future__ import annotations
@@ -26,14 +22,8 @@ import orbax.checkpoint as ocp
 from flax import nnx
 from orbax.checkpoint import checkpoint_managers as policies
 
+from capsim.checkpoints import SELECTION_KEY, open_manager, restore_states, selection_score
 from capsim.errors import CheckpointError, UnusableCheckpointsError
-from capsim.workdir import CHECKPOINT_DIR
-
-# Where workdirs written before the single manager kept their best model; still read.
-LEGACY_BEST_DIR = "best"
-# In a step's orbax metrics: the early-stopping metric, negated when lower is
-# better, so any reader ranks checkpoints without the run's config.
-SELECTION_KEY = "selection_score"
 
 
 class _IteratorSnapshot:
@@ -51,14 +41,6 @@ class _IteratorSnapshot:
         return self._state
 
 
-def _abstract(state: nnx.State) -> dict:
-    return jax.tree.map(ocp.utils.to_shape_dtype_struct, nnx.to_pure_dict(state))
-
-
-def _selection_score(metrics: Mapping[str, float]) -> float:
-    return metrics[SELECTION_KEY]
-
-
 def selection_metrics(metric: str, value: float, mode: str) -> dict[str, float]:
     """The orbax metrics of an evaluated step: the metric and its ranking score."""
     return {metric: value, SELECTION_KEY: value if mode == "max" else -value}
@@ -71,55 +53,32 @@ class Checkpointer:
     ``keep``: the newest steps kept, besides the best evaluated one.
     """
 
-    def __init__(
-        self,
-        directory: str | Path,
-        *,
-        keep: int = 2,
-        save_every: int = 0,
-        read_only: bool = False,
-    ):
+    def __init__(self, directory: str | Path, *, keep: int = 2, save_every: int = 0):
         self.directory = Path(directory).absolute()
-        self._unreadable_metrics: list[tuple[Path, Path]] = []
-        if read_only:
-            options = ocp.CheckpointManagerOptions(
-                read_only=True, save_interval_steps=0, best_fn=_selection_score
-            )
-        else:
-            saves = [policies.PreemptionCheckpointingPolicy()]
-            if save_every:
-                saves.append(policies.FixedIntervalPolicy(save_every))
-            options = ocp.CheckpointManagerOptions(
-                create=True,
-                best_fn=_selection_score,  # best_step() ranks by the score
-                save_decision_policy=policies.AnySavePolicy(saves),
-                preservation_policy=policies.AnyPreservationPolicy(
-                    [
-                        policies.LatestN(n=keep),
-                        policies.BestN(
-                            get_metric_fn=_selection_score,
-                            n=1,
-                            keep_checkpoints_without_metrics=False,
-                        ),
-                    ]
-                ),
-            )
-            # The manager reads every step's metrics when it starts: a damaged one
-            # would stop it before restore_newest_usable could fall back past it, so
-            # it waits aside (and goes back if no other step restores either).
-            unreadable = _steps_with_unreadable_metrics(self.directory)
-            if unreadable and set(unreadable) >= set(_step_numbers(self.directory)):
-                raise _unusable(
-                    self.directory, [f"step {s}: metrics unreadable" for s in unreadable]
-                )
-            self._unreadable_metrics = _set_aside(self.directory, unreadable)
-        try:
-            self._manager = ocp.CheckpointManager(self.directory, options=options)
-        except (ValueError, OSError) as error:  # UnicodeDecodeError is a ValueError
-            raise CheckpointError(
-                f"the checkpoints in {self.directory} do not read back: "
-                f"{type(error).__name__}: {error}"
-            ) from error
+        saves = [policies.PreemptionCheckpointingPolicy()]
+        if save_every:
+            saves.append(policies.FixedIntervalPolicy(save_every))
+        options = ocp.CheckpointManagerOptions(
+            create=True,
+            best_fn=selection_score,  # best_step() ranks by the score
+            save_decision_policy=policies.AnySavePolicy(saves),
+            preservation_policy=policies.AnyPreservationPolicy(
+                [
+                    policies.LatestN(n=keep),
+                    policies.BestN(
+                        get_metric_fn=selection_score, n=1, keep_checkpoints_without_metrics=False
+                    ),
+                ]
+            ),
+        )
+        # The manager reads every step's metrics when it starts: a damaged one would
+        # stop it before restore_newest_usable could fall back past it, so it waits
+        # aside (and goes back if no other step restores either).
+        unreadable = _steps_with_unreadable_metrics(self.directory)
+        if unreadable and set(unreadable) >= set(_step_numbers(self.directory)):
+            raise _unusable(self.directory, [f"step {s}: metrics unreadable" for s in unreadable])
+        self._unreadable_metrics = _set_aside(self.directory, unreadable)
+        self._manager = open_manager(self.directory, options)
         self._saved_metrics: dict[int, dict[str, float]] = {}
 
     def latest_step(self) -> int | None:
@@ -198,29 +157,15 @@ class Checkpointer:
         step = self.latest_step() if step is None else step
         if step is None:
             raise CheckpointError(f"no checkpoint found in {self.directory}")
-        model_state = nnx.state(model)
-        items = {
-            "model": ocp.args.StandardRestore(_abstract(model_state)),
-            "meta": ocp.args.JsonRestore(),
-        }
-        if optimizer is not None:
-            opt_state = nnx.state(optimizer)
-            items["optimizer"] = ocp.args.StandardRestore(_abstract(opt_state))
+        live = {"model": model, "optimizer": optimizer}
+        states = {name: nnx.state(obj) for name, obj in live.items() if obj is not None}
+        extra = {}
         if data_iterator is not None:
-            items["data"] = grain.checkpoint.CheckpointRestore(data_iterator)
-        try:
-            restored = self._manager.restore(step, args=ocp.args.Composite(**items))
-        except Exception as e:  # orbax raises many types for unreadable files
-            raise CheckpointError(
-                f"checkpoint step {step} in {self.directory} is unreadable or does not match "
-                f"this model's config: {type(e).__name__}: {e}"
-            ) from e
-        nnx.replace_by_pure_dict(model_state, restored["model"])
-        nnx.update(model, model_state)
-        if optimizer is not None:
-            nnx.replace_by_pure_dict(opt_state, restored["optimizer"])
-            nnx.update(optimizer, opt_state)
-        return dict(restored["meta"])
+            extra["data"] = grain.checkpoint.CheckpointRestore(data_iterator)
+        meta = restore_states(self._manager, step, states, extra)
+        for name, state in states.items():
+            nnx.update(live[name], state)
+        return meta
 
     def restore_newest_usable(self, **objects: Any) -> dict[str, Any]:
         """Restores the newest checkpoint that reads back, falling back past damaged ones.
@@ -305,32 +250,3 @@ def _set_aside(directory: Path, steps: list[int]) -> list[tuple[Path, Path]]:
                 "checkpoint step %d in %s is damaged; moved it to %s", step, directory, target
             )
     return moved
-
-
-def find_model_checkpoint(path: str | Path) -> Path:
-    """Resolves a workdir or checkpoint directory to the directory to restore a model from.
-
-    Accepts a training workdir (``checkpoints/``; a workdir written before the
-    single manager has its best model in ``best/``, which wins) or a manager
-    directory itself. Raises CheckpointError naming the path otherwise.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise CheckpointError(f"checkpoint path {path} does not exist")
-    for candidate in (path / LEGACY_BEST_DIR, path / CHECKPOINT_DIR, path):
-        if candidate.is_dir() and any(p.name.isdigit() for p in candidate.iterdir()):
-            return candidate
-    raise CheckpointError(
-        f"{path} holds no checkpoint (expected numbered step folders in {path} "
-        f"or {path / CHECKPOINT_DIR})"
-    )
-
-
-def restore_model(path: str | Path, model: nnx.Module) -> dict[str, Any]:
-    """Loads the weights of a training workdir or checkpoint folder into ``model``, in
-    place: the best evaluated step, else the newest. Returns the checkpoint's metadata."""
-    manager = Checkpointer(find_model_checkpoint(path), read_only=True)
-    try:
-        return manager.restore(model=model, step=manager.best_step())
-    finally:
-        manager.close()

@@ -14,7 +14,7 @@ from ml_collections import config_flags
 
 from capsim.config_lib import apply_overrides
 from capsim.errors import CapsimError
-from capsim.train.logs import setup_logging
+from capsim.logs import setup_logging
 
 
 def config_roots(argv: list[str]) -> list[str]:
@@ -64,12 +64,3 @@ def run_training_cli(
             sys.exit(f"{train_and_evaluate.__module__}: error: {error}")
 
     app.run(main)
-
-
-def run_command(main: Callable[[], int], prog: str) -> None:
-    """Runs a command-line ``main``: quiet logs, and bad input as one clear line (exit 1)."""
-    setup_logging()
-    try:
-        sys.exit(main())
-    except CapsimError as error:
-        sys.exit(f"{prog}: error: {error}")

@@ -28,18 +28,15 @@ import numpy as np
 import optax
 from flax import nnx
 
+from capsim import mesh as mesh_lib
+from capsim.checkpoints import LEGACY_BEST_DIR
 from capsim.errors import CheckpointError, UnusableCheckpointsError
-from capsim.train import mesh as mesh_lib
-from capsim.train.checkpoint import (
-    LEGACY_BEST_DIR,
-    Checkpointer,
-    selection_metrics,
-)
+from capsim.progress import Progress
+from capsim.train.checkpoint import Checkpointer, selection_metrics
 from capsim.train.faults import Preemption, exit_on_failure
 from capsim.train.lock import hold_workdir
 from capsim.train.metrics import MetricWriter, logged_values
 from capsim.train.optimizer import make_optimizer, trainable
-from capsim.train.progress import Progress
 from capsim.workdir import CHECKPOINT_DIR, PROFILE_DIR, move_run_aside, save_config
 
 LossFn = Callable[[nnx.Module, Mapping[str, jax.Array], jax.Array], tuple[jax.Array, dict]]

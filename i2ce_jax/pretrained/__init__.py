@@ -30,9 +30,9 @@ import numpy as np
 from flax import nnx, traverse_util
 
 from capsim import text
+from capsim.checkpoints import restore_model
 from capsim.encoders import RNNEncoder
 from capsim.errors import CheckpointError
-from capsim.train.checkpoint import restore_model
 from capsim.workdir import RESULTS_FILE, load_config
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -61,14 +61,6 @@ def _encoder(vocab_size: int, meta: dict[str, Any]) -> RNNEncoder:
         pooling=meta.get("state_pooling", "last"),
         bidirectional=meta.get("bidirectional", False),
     )
-
-
-def training_sources(meta: dict[str, Any]) -> list[str]:
-    """The caption sources a packaged model was trained on (capsim.data.sources names)."""
-    data = meta["config"]["data"]
-    if data.get("sources"):
-        return list(data["sources"])
-    return ["coco", *(["flickr8k"] if data.get("flickr8k_dir") else [])]
 
 
 def export(workdir: str | Path, out_dir: str | Path) -> dict[str, Any]:

@@ -28,15 +28,13 @@ import numpy as np
 import optax
 from flax import nnx
 
+from capsim.checkpoints import restore_model
 from capsim.data import glove
 from capsim.data.corpus import CaptionSplit
 from capsim.data.pipeline import training_dataset
 from capsim.encoders import RNNEncoder, scan_rnn, zero_carry
 from capsim.eval.evaluators import Evaluators, Subject
 from capsim.text import EOS_ID
-from capsim.train.checkpoint import restore_model
-from capsim.train.optimizer import steps_for_epochs
-from capsim.train.trainer import Trainer
 from vtfn_jax.data import VtfnData
 from vtfn_jax.embedders import TokenEmbedder
 
@@ -198,6 +196,11 @@ def make_batch_fn(split: CaptionSplit, with_image: bool):
 
 
 def _train(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, with_image: bool):
+    # Here, not at the top: loading a trained language model (SentenceEncoder) never
+    # imports the trainer.
+    from capsim.train.optimizer import steps_for_epochs
+    from capsim.train.trainer import Trainer
+
     train = data.splits["train"]
     steps_for_epochs(config, len(train.corpus))
     dataset = training_dataset(

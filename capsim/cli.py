@@ -1,0 +1,18 @@
+"""Running a command line: quiet logs, and bad input as one clear line."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+
+from capsim.errors import CapsimError
+from capsim.logs import setup_logging
+
+
+def run_command(main: Callable[[], int], prog: str) -> None:
+    """Runs a command-line ``main``: quiet logs, and bad input as one clear line (exit 1)."""
+    setup_logging()
+    try:
+        sys.exit(main())
+    except CapsimError as error:
+        sys.exit(f"{prog}: error: {error}")
