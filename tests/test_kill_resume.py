@@ -41,7 +41,7 @@ import numpy as np
 from flax import nnx
 jax.config.update("jax_cpu_collectives_implementation", "gloo")
 from capsim import mesh
-from capsim.train import checkpoint
+from capsim.workdir import CHECKPOINT_DIR
 mesh.maybe_initialize_distributed()
 from test_trainer import run, tiny_config
 
@@ -53,7 +53,7 @@ if die_at >= 0 and jax.process_index() == int(os.environ.get("DIE_PROCESS", 0)):
 
     def save_then_die(self, step, *args, **kwargs):
         saved = save(self, step, *args, **kwargs)  # asynchronous: files still being written
-        if step == die_at and self.directory.name == checkpoint.CHECKPOINT_DIR:
+        if step == die_at and self.directory.name == CHECKPOINT_DIR:
             os.kill(os.getpid(), signal.SIGKILL)
         return saved
 

@@ -37,6 +37,7 @@ from capsim.train.faults import Preemption, exit_on_failure
 from capsim.train.lock import hold_workdir
 from capsim.train.metrics import MetricWriter, logged_values
 from capsim.train.optimizer import make_optimizer, trainable
+from capsim.train.profile import StepTrace
 from capsim.workdir import CHECKPOINT_DIR, PROFILE_DIR, move_run_aside, save_config
 
 LossFn = Callable[[nnx.Module, Mapping[str, jax.Array], jax.Array], tuple[jax.Array, dict]]
@@ -102,21 +103,6 @@ def _compile_step(
         out_shardings=(replicated, replicated),
         donate_argnums=0,
     )
-
-
-def _profile_range(spec: str) -> tuple[int, int] | None:
-    """``"A:B"`` -> (A, B): trace steps A+1 .. B; "" -> None."""
-    if not spec:
-        return None
-    try:
-        start, stop = (int(part) for part in spec.split(":"))
-    except ValueError:
-        raise ValueError(
-            f"profile_steps={spec!r}: expected 'A:B' with A < B, e.g. '10:20'"
-        ) from None
-    if not 0 <= start < stop:
-        raise ValueError(f"profile_steps={spec!r}: expected 'A:B' with 0 <= A < B")
-    return start, stop
 
 
 def default_prefetch() -> int:
@@ -240,7 +226,7 @@ class _Run:
             self.step = self._resume()
         save_config(config, workdir)
         self.first_step = self.step
-        self.profile = _profile_range(config.get("profile_steps", ""))
+        self.trace = StepTrace(config.get("profile_steps", ""), workdir / PROFILE_DIR)
 
     def _resume(self) -> int:
         """Opens the checkpoints and restores the newest usable one; returns its step (0: none)."""
@@ -287,23 +273,6 @@ class _Run:
                 f"{self.checkpoints.directory}. Try a lower learning rate or clip_norm."
             )
 
-    def _start_trace(self) -> None:
-        """Starts the profiler before step A+1 of ``profile_steps="A:B"``."""
-        if self.profile and self.step == self.profile[0]:
-            jax.profiler.start_trace(str(self.workdir / PROFILE_DIR))
-
-    def _stop_trace(self, metrics: Mapping[str, jax.Array]) -> None:
-        """Stops it once step B has run (``metrics`` waited for, so the trace holds it)."""
-        if self.profile and self.step == self.profile[1]:
-            jax.block_until_ready(metrics)
-            jax.profiler.stop_trace()
-            logging.warning(
-                "profiler trace of steps %d-%d in %s (TensorBoard or Perfetto opens it)",
-                self.profile[0] + 1,
-                self.profile[1],
-                self.workdir / PROFILE_DIR,
-            )
-
     def loop(self) -> TrainResult:
         trainer, config = self.trainer, self.config
         metric = self.stopping.metric
@@ -319,11 +288,11 @@ class _Run:
                 while self.step < config.num_steps and not self.should_stop():
                     batch, data_state, seconds = next(batches)
                     waited += seconds
-                    self._start_trace()
+                    self.trace.before_step(self.step)
                     with jax.profiler.StepTraceAnnotation("train", step_num=self.step + 1):
                         metrics = trainer.step(batch, self.step)
                     self.step += 1
-                    self._stop_trace(metrics)
+                    self.trace.after_step(self.step, metrics)
                     done = self.step == config.num_steps
                     if self.step % config.log_every == 0 or done:
                         scalars = {k: float(v) for k, v in mesh_lib.to_local(metrics).items()}
