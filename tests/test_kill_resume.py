@@ -189,17 +189,20 @@ def _expect_survivors_to_stop(run: Run, victim: int) -> None:
 
 
 def _expect_unfinished_checkpoint(checkpoints: Path, step: int, victim: int) -> None:
-    """The save of ``step`` began but never became a checkpoint a resume could pick up.
+    """Killing the writer (process 0) mid-save leaves the step unfinished: its
+    ``.orbax-checkpoint-tmp`` folder and no finished step a resume could pick up.
 
-    Process 0 writes the files: killed, it leaves its ``.orbax-checkpoint-tmp``
-    folder behind. Another victim may die before process 0's writer has created
-    that folder, so there only the absence of a finished step is certain.
+    Another victim dies once its own part of the save has returned, and process 0
+    may still finish the step (it did in 1 of 10 loaded runs): then the step is
+    there, complete, and the resume must use it or set it aside. Either way the
+    run must end as if never stopped, which ``_check_same_run`` checks.
     """
+    if victim != 0:
+        return
     assert not (checkpoints / str(step)).exists(), f"step {step} was finished despite the kill"
-    if victim == 0:
-        assert (checkpoints / f"{step}.orbax-checkpoint-tmp").exists(), (
-            "the kill did not land while the checkpoint was being written"
-        )
+    assert (checkpoints / f"{step}.orbax-checkpoint-tmp").exists(), (
+        "the kill did not land while the checkpoint was being written"
+    )
 
 
 def _kill_plan(rng: np.random.Generator, points: int) -> list[tuple[str, int]]:
