@@ -61,7 +61,7 @@ from bench.accelerator_training import (
 )
 from capsim import mesh as mesh_lib
 from capsim import text
-from capsim.eval import judgment_harness
+from capsim.eval import judgment_harness, judgment_sets
 from i2ce_jax import train as i2ce_train
 from i2ce_jax.scorer import I2CEScorer
 from vtfn_jax import train as vtfn_train
@@ -139,7 +139,7 @@ def scoring_pairs(data_dir: Path, limit: int | None, vocab: text.Vocab) -> tuple
     """(gts, res, what they are): Flickr8k-Expert's pairs, else synthetic captions."""
     folder = data_dir / "flickr8k"
     if (folder / "ExpertAnnotations.txt").is_file():
-        judged = judgment_harness.load_set("flickr8k_expert", folder)
+        judged = judgment_sets.load_set("flickr8k_expert", folder)
         pairs = judgment_harness.group_judgments(judged)
         gts, res, source = pairs.gts, pairs.res, "Flickr8k-Expert pairs"
     else:

@@ -36,9 +36,9 @@ from bench.i2ce_dev_retrieval import (
     model_parser,
     nearest_caption_retrieval,
 )
-from capsim.data.judgments import read_flickr8k_expert
 from capsim.eval import judgment_harness
 from capsim.eval.correlation import format_table
+from capsim.eval.judgment_sets import load_set
 from capsim.eval.pooling import pool_similarities
 from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
 from i2ce_jax.scorer import I2CEScorer
@@ -69,10 +69,7 @@ class Measures:
             name: make_same_diff_pairs(captions_by_image(records), DEV_PAIRS, seed=0)
             for name, records in self.splits.items()
         }
-        flickr = data_dir / "flickr8k"
-        judgments = read_flickr8k_expert(
-            flickr / "ExpertAnnotations.txt", flickr / "Flickr8k.token.txt"
-        )
+        judgments = load_set("flickr8k_expert", data_dir / "flickr8k")
         self.expert = judgment_harness.group_judgments(judgments)
         sentences = {c for cs in self.expert.res.values() for c in cs}
         sentences |= {r for rs in self.expert.gts.values() for r in rs}

@@ -33,9 +33,9 @@ import numpy as np
 
 from bench import minilm
 from bench.harness import update_section
-from capsim.data.judgments import read_flickr8k_expert
 from capsim.eval import judgment_harness
 from capsim.eval.correlation import format_table
+from capsim.eval.judgment_sets import load_set
 from capsim.eval.pooling import pool_similarities
 from capsim.eval.tfidf import TfidfCosine
 from i2ce_jax.scorer import I2CEScorer
@@ -160,7 +160,6 @@ def main() -> None:
     args = parser.parse_args()
     logging.getLogger().setLevel(logging.WARNING)
     data_dir = Path(args.data_dir).resolve()
-    flickr = data_dir / "flickr8k"
     variants = {name: VARIANTS[name] for name in filter(None, args.variants.split(","))}
     variants.update(dict(spec.split("=", 1) for spec in args.add))
     common = f"data_dir={data_dir},epochs={args.epochs}"
@@ -171,9 +170,7 @@ def main() -> None:
     root = Path(args.workdir)
     runs = finished_runs(variants, root) if args.reuse else train_all(variants, root, args.parallel)
 
-    judgments = read_flickr8k_expert(
-        flickr / "ExpertAnnotations.txt", flickr / "Flickr8k.token.txt"
-    )
+    judgments = load_set("flickr8k_expert", data_dir / "flickr8k")
     pairs = judgment_harness.group_judgments(judgments)
     print(f"Flickr8k-Expert: {len(judgments)} ratings of {len(pairs.keys)} pairs", flush=True)
     scores, skipped = judgment_harness.ngram_metric_scores(pairs, include_meteor=True)

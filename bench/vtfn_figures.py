@@ -29,7 +29,7 @@ COCO_MODELS = {
     "VTFN-CNN (5 captions)": ("coco_cnn", "captions=all,epochs=4"),
     "VTFN-BOW+pivot": ("coco_bow", "captions=all,epochs=4,pivot=1.0"),
     "CaptionPivot": ("coco_bow", "captions=all,epochs=4,pivot=1.0,image=0.0"),
-    "word2vec": ("baseline_word2vec", f"{ALL_CAPTIONS},extra_flickr8k=flickr8k"),
+    "word2vec": ("baseline_word2vec", f"{ALL_CAPTIONS},extra_sources=flickr8k"),
     "PureTextRNN": ("baseline_pure_text_rnn", f"{ALL_CAPTIONS},epochs=4"),
     "PinModelA": ("baseline_pin_model_a", f"{ALL_CAPTIONS},epochs=4"),
     "GloVe-50d-R": ("baseline_glove_r", ALL_CAPTIONS),

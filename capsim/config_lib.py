@@ -11,7 +11,7 @@ its own file declares, set nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import ml_collections
 
@@ -81,19 +81,26 @@ def trainer(
     return config
 
 
-def caption_files(data_dir: str, flickr8k_dir: str = "") -> dict:
-    """Which caption files to read under ``data_dir`` (capsim.data.corpus.load_caption_files):
-    every ``coco/captions_*.json``, and Flickr8k's train split when ``flickr8k_dir`` is set."""
+def caption_sources(
+    data_dir: str, names: Sequence[str], dev_sets: Sequence[str] = (), tfds_data_dir: str = ""
+) -> dict:
+    """Which captions to train on: the named sources of capsim.data.sources.SOURCES under
+    ``data_dir`` (``coco_tfds``: a prepared TFDS copy under ``tfds_data_dir``), with the
+    held-out ``dev_sets`` domains (none: dev images are drawn from the training captions)."""
     return dict(
         source="files",
         data_dir=data_dir,
+        sources=tuple(names),
+        dev_sets=tuple(dev_sets),
+        tfds_data_dir=tfds_data_dir,  # a local folder or a bucket path; "": TFDS's default
+        karpathy_splits=("train", "restval"),  # of coco_tfds / coco_karpathy; "test" is refused
         keep_karpathy_test=False,  # True: train on Karpathy COCO test images (dropped by default)
-        coco_captions=("coco/captions_*.json",),
-        karpathy="",
-        karpathy_splits=("train", "restval"),
-        flickr8k_dir=flickr8k_dir,
-        flickr8k_splits=("train",),
     )
+
+
+def plus_joined(names: str) -> tuple[str, ...]:
+    """``"coco+flickr8k"`` -> ("coco", "flickr8k"); "" -> ()."""
+    return tuple(filter(None, names.split("+")))
 
 
 def same_image_eval(every: int) -> dict:

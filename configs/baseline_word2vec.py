@@ -1,11 +1,11 @@
 """word2vec baseline: skip-gram (or ``algorithm=cbow``) vectors trained on the training captions.
 
-    python -m vtfn_jax.train --config=configs/baseline_word2vec.py:data_dir=/data,extra_flickr8k=flickr8k --workdir=...
+    python -m vtfn_jax.train --config=configs/baseline_word2vec.py:data_dir=/data,extra_sources=flickr8k --workdir=...
 
 Needs gensim (the [baselines] extra).
 
 Arguments: the ones below, and vtfn_jax.config_lib.BASELINE_OPTIONS (data_dir,
-features, captions, fraction, runlocal); ``source=shapes_world`` for the embedded world.
+sources, tfds_data_dir, features, captions, fraction, runlocal); ``source=shapes_world`` for the embedded world.
 """
 
 import ml_collections
@@ -23,7 +23,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         algorithm="skipgram",  # or "cbow"
         w2v_epochs=10,
         w2v_min_count=2,
-        extra_flickr8k="",  # a Flickr8k folder under data_dir: its train captions are added
+        extra_sources="",  # "+"-joined caption sources whose captions are added, e.g. flickr8k
         # VTFN's run, so this config sits beside the VTFN rows; no step is trained
         lr=1e-3,
         decay=0.5,

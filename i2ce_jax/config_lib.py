@@ -9,9 +9,12 @@ that must not carry Flickr8k's research-only licence); states (the intrinsic
 vector: the ``last`` GRU state, as the paper, or the ``mean`` of the states);
 bidir (a bidirectional GRU: two directions of ``hidden / 2`` each, concatenated);
 sources (``+``-joined names of capsim.data.sources.SOURCES, e.g.
-``coco+coco_lines+cc3m``; replaces the COCO files and ``flickr8k``, merges
-overlaps and holds out one dev split per ``dev_sets`` domain); dev_sets
-(``coco+flickr``); buckets (data.length_buckets: length-bucketed batches);
+``coco+coco_lines+cc3m`` or ``coco_tfds``; replaces the default ``coco`` and
+``flickr8k``, merges overlaps and holds out one dev split per ``dev_sets``
+domain); dev_sets (``coco+flickr``, or ``coco_tfds`` for the TFDS copy's
+Karpathy val images; empty: dev images drawn from the training captions);
+tfds_data_dir (where a prepared TFDS ``coco_captions`` lives: a folder or a
+bucket path, "" for TFDS's default); buckets (data.length_buckets: length-bucketed batches);
 clusters (data.topic_clusters: batches in runs of that many captions sharing a
 content word, i.e. hard in-batch negatives; 0 off);
 runlocal (a few steps on little data).
@@ -34,6 +37,7 @@ OPTIONS = dict(
     bidir=False,
     sources="",
     dev_sets="coco+flickr",
+    tfds_data_dir="",
     buckets=0,
     clusters=0,
     runlocal=False,
@@ -42,31 +46,24 @@ GLOVE_PACKAGE_DIM = 50
 
 
 def run(arg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-    """Trainer, data and evaluations of I2CE on caption files under ``data_dir``.
+    """Trainer, data and evaluations of I2CE on caption sources under ``data_dir``.
 
     The file's own numbers are read from ``arg``: batch, epochs, lr, decay,
-    decay_steps, l2 and eval_every (the dev evaluation's cadence). Layout:
-    ``coco/captions_*.json`` (any COCO caption files) and ``flickr8k/``
-    (Flickr8k.token.txt and the split lists; train split only, the test images
-    are refused), or the named ``sources``. 500 images are held out for early
-    stopping; Flickr8k-Expert is reported at the end when its files are under
+    decay_steps, l2 and eval_every (the dev evaluation's cadence). Sources:
+    ``coco`` (any ``coco/captions_*.json``) and ``flickr8k`` (Flickr8k.token.txt
+    and the split lists; train split only, the test images are refused), or the
+    named ``sources``. 500 images are held out for early stopping; Flickr8k-Expert is reported at the end when its files are under
     ``data_dir/flickr8k``.
     """
     config = common.trainer(arg, checkpoint_every=400, patience=4)
     if arg.sources:
-        dev_sets = tuple(filter(None, arg.dev_sets.split("+")))
-        config.data = dict(
-            source="files",
-            data_dir=arg.data_dir,
-            keep_karpathy_test=False,  # True: train on Karpathy COCO test images
-            sources=tuple(arg.sources.split("+")),
-            dev_sets=dev_sets,
-        )
-        dev_split = tuple(f"dev_{name}" for name in dev_sets)
-        dev = dict(type="same_image", split=dev_split, every=arg.eval_every)
+        names, dev_sets = common.plus_joined(arg.sources), common.plus_joined(arg.dev_sets)
     else:
-        config.data = common.caption_files(arg.data_dir, "flickr8k" if arg.flickr8k else "")
-        dev = common.same_image_eval(every=arg.eval_every)
+        names, dev_sets = ("coco", "flickr8k") if arg.flickr8k else ("coco",), ()
+    config.data = common.caption_sources(arg.data_dir, names, dev_sets, arg.tfds_data_dir)
+    dev = common.same_image_eval(every=arg.eval_every)
+    if dev_sets:
+        dev["split"] = tuple(f"dev_{name}" for name in dev_sets)
     config.data.update(
         dev_images=500,
         max_len=20,

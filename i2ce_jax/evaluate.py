@@ -3,13 +3,13 @@
     python -m i2ce_jax.evaluate --judgments NAME:PATH[,NAME:PATH...] [--model base|large|research | --checkpoint W]
         [--references NAME=FILE] [--out evaluation.json]
 
-Sets and what PATH is (the files as their authors publish them):
-
-  flickr8k_expert  a folder with ExpertAnnotations.txt and Flickr8k.token.txt    Kendall τc
-  flickr8k_cf      a folder with CrowdFlowerAnnotations.txt and Flickr8k.token.txt  Kendall τb
-  thumb            mscoco_THumB-1.0.jsonl (mscoco_references.json beside it)      Pearson + system level
-  pascal50s        pair_pascal.mat (consensus_pascal.mat beside it)               accuracy HC/HI/HM/MM
-  composite        an AMT result CSV; needs --references composite=FILE           Kendall τc
+``--help`` lists the sets, what PATH is for each (the files as their authors
+publish them) and the statistic that heads each set's table, all from
+``capsim.eval.judgment_sets.JUDGMENT_SETS``. tau_c and tau_b are Kendall τc and
+τb, pearson is Pearson, each over rating rows (sets that name their captioning
+systems, as THumB does, add system-level agreement); mean is the accuracy at
+picking the candidate the human majority preferred, averaged over the set's
+categories (PASCAL-50S: HC/HI/HM/MM, each reported too).
 
 ``--references NAME=FILE`` gives a set its references: a JSON object (image id
 -> list of captions, as for i2ce_jax.score) or a Flickr8k token file. Flickr8k
@@ -30,7 +30,8 @@ import numpy as np
 
 from capsim.cli import run_command
 from capsim.eval.correlation import format_table
-from capsim.eval.judgment_harness import SETS, evaluate_judgments, load_set
+from capsim.eval.judgment_harness import evaluate_judgments
+from capsim.eval.judgment_sets import JUDGMENT_SETS, PUBLISHED_SETS, load_set
 from i2ce_jax import pretrained
 from i2ce_jax.score import write_atomically
 from i2ce_jax.scorer import I2CEScorer
@@ -51,18 +52,34 @@ def _finite_or_none(value):
     return value
 
 
+def sets_help() -> str:
+    """A table of the published sets: name, what its PATH is, the statistic heading its report."""
+    sets = [JUDGMENT_SETS[name] for name in PUBLISHED_SETS]
+    name_width = max(len(s.name) for s in sets)
+    path_width = max(len(s.path) for s in sets)
+    lines = [f"  {s.name:<{name_width}}  {s.path:<{path_width}}  {s.statistic}" for s in sets]
+    return "sets, what PATH is and their statistic:\n" + "\n".join(lines)
+
+
 def parse_specs(text: str) -> list[tuple[str, Path]]:
+    """``NAME:PATH[,NAME:PATH...]`` as (name, path) pairs, each name a published set."""
     specs = []
     for item in filter(None, text.split(",")):
         name, sep, path = item.partition(":")
-        if not sep or name not in SETS:
-            raise ValueError(f"--judgments wants NAME:PATH with NAME in {list(SETS)}, got {item!r}")
+        if not sep or name not in PUBLISHED_SETS:
+            raise ValueError(
+                f"--judgments wants NAME:PATH with NAME in {list(PUBLISHED_SETS)}, got {item!r}"
+            )
         specs.append((name, Path(path)))
     return specs
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog=sets_help(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--judgments", required=True, help="NAME:PATH[,NAME:PATH...]")
     parser.add_argument(
         "--model",

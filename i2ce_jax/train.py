@@ -39,8 +39,9 @@ def load_corpora(
 ) -> tuple[list[CaptionRecord], dict[str, list[CaptionRecord]], object | None]:
     """Training captions, the dev splits (for early stopping) and the shapes world, if used.
 
-    Named ``data.sources`` give one dev split per ``data.dev_sets`` entry (``dev_coco``,
-    ``dev_flickr``); otherwise ``dev`` is ``data.dev_images`` images of the files read.
+    The named ``data.sources`` give one dev split per ``data.dev_sets`` entry
+    (``dev_coco``, ``dev_flickr``); without dev sets, ``dev`` is ``data.dev_images``
+    images of the training captions (capsim.data.corpus.load_sources).
     """
     data = config.data
     if data.source == "shapes_world":
@@ -52,13 +53,9 @@ def load_corpora(
         train = [r for r in world.captions if r.split == "train"]
         dev = [r for r in world.captions if r.split == "val"]
         return train, {"dev": dev}, world
-    if data.source == "files" and data.get("sources"):
+    if data.source == "files":
         train, dev = corpus_lib.load_sources(data, config.seed)
         return train, dev, None
-    if data.source == "files":
-        records = corpus_lib.load_caption_files(data)
-        train, dev = corpus_lib.hold_out_images(records, data.dev_images, config.seed)
-        return corpus_lib.without_karpathy_test(train, data), {"dev": dev}, None
     raise ValueError(f"config.data.source must be 'shapes_world' or 'files', got {data.source!r}")
 
 

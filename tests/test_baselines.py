@@ -203,14 +203,14 @@ def test_word2vec_bad_algorithm_and_missing_vectors(tmp_path):
 
 
 def test_word2vec_learns_from_all_captions_of_training_images(shared_data):
-    config = baseline("word2vec", f"runlocal,data_dir={shared_data},extra_flickr8k=flickr8k")
+    config = baseline("word2vec", f"runlocal,data_dir={shared_data},extra_sources=flickr8k")
     data = prepare_data(config)
     train_images = set(data.splits["train"].corpus.image_ids)
     records = training_images_captions(config, data)
     assert {r.image_id for r in records} == train_images
     assert len(records) > 4 * len(data.splits["train"].corpus)  # one kept per image, ~5 read
     extra = extra_caption_records(config, data)
-    assert extra and all(r.image_id.startswith("flickr8k/") and r.split == "train" for r in extra)
+    assert extra and all(r.image_id.startswith("flickr/") and r.split == "train" for r in extra)
 
 
 # ---------------------------------------------------------------- caption language models

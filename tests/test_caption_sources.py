@@ -153,6 +153,7 @@ def test_the_shipped_karpathy_test_list_is_the_split(shared_data):
 
 
 def write_karpathy(path: Path, images: list[tuple[int, str]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
     payload = {
         "images": [
             {"cocoid": i, "split": split, "sentences": [{"raw": f"photo {i}", "sentid": i}]}
@@ -164,22 +165,18 @@ def write_karpathy(path: Path, images: list[tuple[int, str]]) -> Path:
 
 
 def test_karpathy_test_split_is_refused_naming_an_image(tmp_path):
-    write_karpathy(tmp_path / "dataset_coco.json", [(1, "train"), (KARPATHY_TEST_IMAGE, "test")])
-    data = ml_collections.ConfigDict(
-        dict(
-            data_dir=str(tmp_path),
-            coco_captions=(),
-            karpathy="dataset_coco.json",
-            karpathy_splits=("train", "test"),
-            flickr8k_dir="",
-            flickr8k_splits=("train",),
-            keep_karpathy_test=True,  # keeping dropped images never admits the split itself
-        )
+    path = write_karpathy(
+        tmp_path / "coco" / "dataset_coco.json", [(1, "train"), (KARPATHY_TEST_IMAGE, "test")]
     )
+    config = data_config(tmp_path, "coco_karpathy", dev_sets="")
+    config.karpathy_splits = ("train", "test")
+    config.keep_karpathy_test = True  # keeping dropped images never admits the split itself
     with pytest.raises(
-        ValueError, match=rf"'test' \(.*dataset_coco\.json, e\.g\. image {KARPATHY_TEST_IMAGE}\)"
+        DataFormatError, match=rf"{path}.*'test' \(e\.g\. image {KARPATHY_TEST_IMAGE}\)"
     ):
-        corpus.load_caption_files(data)
+        corpus.load_sources(config, seed=0)
+    config.karpathy_splits = ("train", "restval")
+    assert [r.image_id for r in corpus.read_sources(config)[0]] == ["1"]
 
 
 def test_karpathy_test_images_are_dropped_from_training_by_default(tmp_path, caplog):
@@ -204,7 +201,7 @@ def test_karpathy_test_images_are_dropped_from_training_by_default(tmp_path, cap
 
 
 def test_i2ce_caption_files_drop_karpathy_test_images(tmp_path, caplog):
-    """I2CE's caption-file path (no named sources): dropped after the dev draw."""
+    """I2CE's default sources (no dev sets: dev drawn from training): dropped after the draw."""
     from configs import i2ce_coco_margin
     from i2ce_jax import train as i2ce_train
 

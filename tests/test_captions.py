@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import collections
-import importlib.util
 import json
 
 import pytest
 
 from capsim.data.captions import (
     coco_split_from_name,
-    load_tfds_coco_captions,
     read_coco_captions,
     read_flickr8k,
     read_flickr8k_dir,
@@ -197,12 +195,3 @@ def test_flickr8k_dir_missing_files(tmp_path):
     (tmp_path / "Flickr8k.token.txt").write_text("a.jpg#0\tA dog .\n")
     with pytest.raises(DataFormatError, match=r"no Flickr_8k\.trainImages\.txt"):
         read_flickr8k_dir(tmp_path)
-
-
-@pytest.mark.skipif(
-    importlib.util.find_spec("tensorflow") is not None,
-    reason="TensorFlow is installed, so the missing-TF message cannot be shown",
-)
-def test_tfds_without_tensorflow_says_how_to_install():
-    with pytest.raises(ImportError, match=r"pip install -e '\.\[tf\]'"):
-        load_tfds_coco_captions("val")

@@ -13,6 +13,7 @@ from test_judgments import _write_pascal
 from capsim.data.judgments import Judgment, PairJudgment
 from capsim.errors import DataFormatError
 from capsim.eval import judgment_harness as harness
+from capsim.eval.judgment_sets import judgment_set
 from i2ce_jax import evaluate
 
 FIXTURES = Path(__file__).parent / "fixtures" / "judgments"
@@ -38,7 +39,7 @@ def test_absolute_statistics_match_scipy():
         ("flickr8k_cf", 100 * stats.kendalltau(metric, human, variant="b").statistic),
         ("thumb", 100 * stats.pearsonr(metric, human).statistic),
     ]:
-        statistic = harness.ABSOLUTE_STATISTICS[name]
+        statistic = judgment_set(name).statistic
         report = harness.absolute_report(name, pairs, {"m": metric})
         assert report["m"][statistic] == pytest.approx(reference, abs=1e-9)
     systems = [j.system for j in judgments]

@@ -1,9 +1,13 @@
 """VTFN's config pieces: its options, the run (trainer, data, evaluations), the model,
 the loss, and the baselines' models. Numbers come from the experiment files.
 
-Options (vtfn_jax.config_lib.OPTIONS): data_dir; features
-("coco_object_labels" or a FeatureStore folder written by
-vtfn_jax.extract_features); captions ("one" per image, as in the paper, or
+Options (vtfn_jax.config_lib.OPTIONS): data_dir; sources (``+``-joined names
+of capsim.data.sources.SOURCES, e.g. ``coco_tfds`` for a prepared TFDS
+``coco_captions``; captions without a feature are dropped and counted);
+tfds_data_dir (where that TFDS copy lives: a folder or a bucket path, "" for
+TFDS's default); features ("coco_object_labels" or a FeatureStore folder
+written by vtfn_jax.extract_features, keyed by photo key: the COCO id,
+``flickr/<photo id>``); captions ("one" per image, as in the paper, or
 "all"); pca (image features reduced to this many components, 0: none);
 fraction (of the training images kept, nested across fractions: the data-scale
 curve); glove ("" | "package" | glove.*.txt path; sets the word-vector size to
@@ -27,6 +31,8 @@ from capsim import config_lib as common
 # neutral by default, so a file's defaults are the paper's run.
 OPTIONS = dict(
     data_dir="../shared/data",
+    sources="coco",
+    tfds_data_dir="",
     features="coco_object_labels",
     captions="one",
     pca=0,
@@ -48,15 +54,17 @@ def run(arg: ml_collections.ConfigDict, source: str) -> ml_collections.ConfigDic
 
     The file's own numbers are read from ``arg``: batch, epochs, lr, decay,
     decay_steps, l2 and eval_every (the dev evaluation's cadence).
-    "files": COCO captions with ``features`` (250 dev and 500 test images held
-    out), reported on same/different pairs, retrieval and STS 2012-2016.
+    "files": the named caption ``sources`` with ``features`` (250 dev and 500 test
+    images held out), reported on same/different pairs, retrieval and STS 2012-2016.
     "shapes_world": the embedded world, reported on its own pairs too.
     """
     if source not in SOURCES:
         raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
     frozen = ("embed",) if arg.frozen_words else ()
     config = common.trainer(arg, checkpoint_every=500, patience=5, frozen=frozen)
-    config.data = common.caption_files(arg.data_dir)
+    config.data = common.caption_sources(
+        arg.data_dir, common.plus_joined(arg.sources), tfds_data_dir=arg.tfds_data_dir
+    )
     config.data.update(
         source=source,
         shapes_world=dict(num_scenes=2000, seed=0),
@@ -140,7 +148,16 @@ def loss(arg: ml_collections.ConfigDict) -> dict:
 # Every baseline shares VTFN's data and evaluations, so splits and sets match; its
 # file states its own numbers and builds ``config.model`` with one of these.
 BASELINE_OPTIONS = {
-    key: OPTIONS[key] for key in ("data_dir", "features", "captions", "fraction", "runlocal")
+    key: OPTIONS[key]
+    for key in (
+        "data_dir",
+        "sources",
+        "tfds_data_dir",
+        "features",
+        "captions",
+        "fraction",
+        "runlocal",
+    )
 }
 W2V_RUNLOCAL_EPOCHS = 2
 
@@ -157,21 +174,15 @@ def glove_average(arg: ml_collections.ConfigDict) -> dict:
 
 
 def word2vec(arg: ml_collections.ConfigDict) -> dict:
-    """word2vec on the training captions, plus Flickr8k's train captions when
-    ``extra_flickr8k`` names a Flickr8k folder under data_dir."""
+    """word2vec on the training captions, plus those of ``extra_sources`` (``+``-joined
+    names of capsim.data.sources.SOURCES, e.g. ``flickr8k``), less dev and test images."""
     return dict(
         kind="word2vec",
         dim=arg.dim,
         w2v_algorithm=arg.algorithm,
         w2v_epochs=W2V_RUNLOCAL_EPOCHS if arg.runlocal else arg.w2v_epochs,
         w2v_min_count=arg.w2v_min_count,
-        extra_captions=dict(
-            coco_captions=(),
-            karpathy="",
-            karpathy_splits=("train", "restval"),
-            flickr8k_dir=arg.extra_flickr8k,
-            flickr8k_splits=("train",),
-        ),
+        extra_sources=common.plus_joined(arg.extra_sources),
     )
 
 

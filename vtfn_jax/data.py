@@ -2,10 +2,11 @@
 
 Images are split three ways: train (the model sees their captions and
 features), dev (early stopping) and test (same/different-image pairs and
-retrieval). Sources are the shapes world (its own splits and features) or
-caption files plus a feature store: COCO object labels (a coarse, real
-image-derived stand-in; every result on it says so) or user-extracted CNN
-features in the FeatureStore layout.
+retrieval). Captions come from the shapes world (its own splits and features)
+or from the named caption sources both papers share (``data.sources``,
+capsim.data.sources.SOURCES) plus a feature store keyed by the same photo keys:
+COCO object labels (a coarse, real image-derived stand-in; every result on it
+says so) or user-extracted CNN features in the FeatureStore layout.
 """
 
 from __future__ import annotations
@@ -70,8 +71,15 @@ def _split_records(config: ml_collections.ConfigDict):
             f"config.data.source must be 'shapes_world' or 'files', got {data.source!r}"
         )
     store = _feature_store(config)
-    kept, _, report = align_captions(corpus_lib.load_caption_files(data), store)
-    logger.info("features (%s): %s", store.source, report)
+    merged, counts = corpus_lib.read_sources(data)
+    kept, _, report = align_captions(merged, store)
+    logger.info(
+        "sources %s: %d captions once each; with features (%s): %s",
+        counts,
+        len(merged),
+        store.source,
+        report,
+    )
     rest, test = corpus_lib.hold_out_images(kept, data.test_images, config.seed)
     train, dev = corpus_lib.hold_out_images(rest, data.dev_images, config.seed + 1)
     train = corpus_lib.without_karpathy_test(train, data)

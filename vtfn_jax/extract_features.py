@@ -1,7 +1,14 @@
 """Frozen InceptionV3 image features for VTFN, resumable, written as a FeatureStore.
 
     python -m vtfn_jax.extract_features --images DIR --out DIR [--batch_size 32]
-        [--weights imagenet|none|PATH] [--image_size 299] [--ids filename|stem|coco] [--skip_bad]
+        [--weights imagenet|none|PATH] [--image_size 299] [--ids filename|stem|coco|flickr]
+        [--skip_bad]
+    python -m vtfn_jax.extract_features --tfds TFDS_DATA_DIR [--tfds_splits train,restval]
+        --out DIR ...
+
+``--tfds`` reads the images of a prepared TFDS ``coco_captions`` (ArrayRecord,
+no TensorFlow) from the same records as ``sources=coco_tfds`` reads their
+captions, keyed by the same COCO ids.
 
 Keras 3 InceptionV3 runs on the JAX backend with ``include_top=False,
 pooling="avg"``, giving 2048-d vectors. Images are center-cropped to a square and
@@ -28,10 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
+from capsim.data.tfds_coco import TRAINING_SPLITS
 from capsim.errors import CapsimError, DataFormatError, FeatureError
 from capsim.progress import Progress
 from vtfn_jax.features import IDS_FILE, FeatureStore
-from vtfn_jax.images import ID_STYLES, list_images, load_image
+from vtfn_jax.images import ID_STYLES, Images, folder_images, load_image, tfds_images
 
 logger = logging.getLogger(__name__)
 
@@ -149,7 +157,7 @@ def _check_run(out_dir: Path, run: dict) -> None:
 
 
 def extract_features(
-    image_dir: str | Path,
+    images: str | Path | Images,
     out_dir: str | Path,
     *,
     weights: str | None = "imagenet",
@@ -160,14 +168,17 @@ def extract_features(
     id_style: str = "filename",
     skip_bad: bool = False,
 ) -> FeatureStore:
-    """Computes (or resumes computing) features of every image in ``image_dir``.
+    """Computes (or resumes computing) features of every image of ``images``.
 
     Args:
+      images: a folder of image files (ids by ``id_style``), or an :class:`Images`
+        such as :func:`vtfn_jax.images.tfds_images`.
       weights: "imagenet", "none"/None (random init, for tests) or a weights file.
       shard_every: batches per shard written to ``out_dir/shards``.
       model: replaces InceptionV3, e.g. a tiny Keras model in tests; a Keras
         model or any callable mapping [B, H, W, 3] preprocessed pixels to [B, D].
-      id_style: how file names become image ids, see :func:`vtfn_jax.images.image_id_for`.
+      id_style: how file names become image ids, see :func:`vtfn_jax.images.image_id_for`
+        (ignored when ``images`` is an Images, which carries its own).
       skip_bad: report unreadable images (logged, listed in skipped_images.json)
         and go on, instead of stopping at the first one.
 
@@ -179,27 +190,31 @@ def extract_features(
             f"batch_size and shard_every must be positive, got {batch_size}, {shard_every}"
         )
     weights = None if weights in (None, "none") else weights
-    image_dir, out_dir = Path(image_dir), Path(out_dir)
-    images = list_images(image_dir, id_style)
+    if not isinstance(images, Images):
+        images = folder_images(images, id_style)
+    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     description = (
         f"Keras InceptionV3 (weights={weights}, avg-pooled, {image_size}x{image_size} input)"
         if model is None
         else f"custom model {getattr(model, 'name', type(model).__name__)}"
     )
-    _check_run(out_dir, {"model": description, "image_size": image_size, "id_style": id_style})
+    _check_run(
+        out_dir, {"model": description, "image_size": image_size, "id_style": images.id_style}
+    )
     done: dict[str, np.ndarray] = {}
     if (out_dir / IDS_FILE).is_file():
         previous = FeatureStore.load(out_dir)
         done.update(zip(previous.ids, previous.matrix, strict=True))
     shards = _ShardWriter(out_dir / SHARDS_DIR, done)
     shards.read_all()
-    todo = [(image_id, path) for image_id, path in images if image_id not in done]
+    todo = [(image_id, ref) for image_id, ref in images.items if image_id not in done]
+    total = len(images.items)
     logger.info(
         "%s: %d images, %d already done, %d to do",
-        image_dir,
-        len(images),
-        len(images) - len(todo),
+        images.where,
+        total,
+        total - len(todo),
         len(todo),
     )
 
@@ -209,15 +224,23 @@ def extract_features(
     skipped = []
     if todo:
         progress = Progress(
-            len(images),
-            first=len(images) - len(todo),
+            total,
+            first=total - len(todo),
             unit="images",
             item="images",
             prefix="extract_features: ",
             min_interval_s=PROGRESS_EVERY_S,
         )
         skipped = _run_batches(
-            todo, shards, make_model, batch_size, image_size, shard_every, skip_bad, progress
+            images,
+            todo,
+            shards,
+            make_model,
+            batch_size,
+            image_size,
+            shard_every,
+            skip_bad,
+            progress,
         )
     skipped_path = out_dir / SKIPPED_FILE
     if skipped:
@@ -226,8 +249,8 @@ def extract_features(
     else:
         skipped_path.unlink(missing_ok=True)
     if not done:
-        raise DataFormatError(image_dir, "no image could be read")
-    listed = [image_id for image_id, _ in images if image_id in done]
+        raise DataFormatError(images.where, "no image could be read")
+    listed = [image_id for image_id, _ in images.items if image_id in done]
     listed_set = set(listed)
     order = listed + [image_id for image_id in done if image_id not in listed_set]
     store = FeatureStore.from_arrays(
@@ -239,7 +262,8 @@ def extract_features(
 
 
 def _run_batches(
-    todo: list[tuple[str, Path]],
+    images: Images,
+    todo: list[tuple[str, object]],
     shards: _ShardWriter,
     make_model: Callable[[], object],
     batch_size: int,
@@ -251,15 +275,16 @@ def _run_batches(
     """Runs the model over ``todo`` in batches, shard by shard; returns the unreadable files.
 
     Whatever was computed is flushed to a shard even when the run stops with an
-    error or Ctrl-C, so a rerun resumes after the last finished batch.
+    error or Ctrl-C, so a rerun resumes after the last finished batch. Files are
+    read and decoded by ``DECODE_WORKERS`` threads while the model runs.
     """
     keras = _import_keras()
     batch_fn: BatchFn | None = None
     skipped: list[str] = []
 
-    def load(item: tuple[str, Path]) -> np.ndarray | None:
+    def load(item: tuple[str, object]) -> np.ndarray | None:
         try:
-            return load_image(item[1], image_size)
+            return load_image(images.read(item[1]), image_size, images.describe(item[1]))
         except DataFormatError as error:
             if not skip_bad:
                 raise
@@ -277,7 +302,7 @@ def _run_batches(
                     if image is not None
                 ]
                 skipped += [
-                    str(item[1])
+                    images.describe(item[1])
                     for item, image in zip(batch_items, pixels, strict=True)
                     if image is None
                 ]
@@ -293,8 +318,10 @@ def _run_batches(
                     ]
                     bad_rows = np.flatnonzero(~np.all(np.isfinite(features), axis=1))
                     if bad_rows.size:
-                        image_id, path = readable[int(bad_rows[0])][0]
-                        raise FeatureError(image_id, f"model gave non-finite features for {path}")
+                        image_id, ref = readable[int(bad_rows[0])][0]
+                        raise FeatureError(
+                            image_id, f"model gave non-finite features for {images.describe(ref)}"
+                        )
                     shards.add([item[0] for item, _ in readable], features.astype(np.float32))
                 if batch_number % shard_every == 0:
                     shards.flush()
@@ -307,8 +334,17 @@ def _run_batches(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--images", type=Path, help="folder of .jpg/.jpeg/.png images")
+    where.add_argument(
+        "--tfds",
+        metavar="TFDS_DATA_DIR",
+        help="a TFDS data dir (folder or bucket path) holding a prepared coco_captions",
+    )
     parser.add_argument(
-        "--images", required=True, type=Path, help="folder of .jpg/.jpeg/.png images"
+        "--tfds_splits",
+        default="+".join(TRAINING_SPLITS),
+        help="'+'-joined Karpathy splits of --tfds to extract (default: the training splits)",
     )
     parser.add_argument(
         "--out", required=True, type=Path, help="output folder (resumed if it exists)"
@@ -330,14 +366,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
     try:
+        images = (
+            tfds_images(args.tfds, args.tfds_splits.split("+"))
+            if args.tfds is not None
+            else folder_images(args.images, args.ids)
+        )
         store = extract_features(
-            args.images,
+            images,
             args.out,
             weights=args.weights,
             batch_size=args.batch_size,
             image_size=args.image_size,
             shard_every=args.shard_every,
-            id_style=args.ids,
             skip_bad=args.skip_bad,
         )
     except (CapsimError, FileNotFoundError) as error:

@@ -11,7 +11,7 @@ Where the originals come from:
     https://cs.stanford.edu/people/karpathy/deepimagesent/ (caption_datasets.zip).
   * Flickr8k ``Flickr8k_text`` (token file and split lists): the University of
     Illinois Flickr8k request form (Hodosh et al., 2013).
-  * TFDS ``coco_captions``: built by tensorflow_datasets (needs the [tf] extra).
+  * TFDS ``coco_captions`` (Karpathy splits): capsim.data.tfds_coco.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from capsim.data.records import CaptionRecord
-from capsim.errors import CaptionError, DataFormatError
+from capsim.errors import DataFormatError
 
 _NEWLINE_RE = re.compile(r"\r\n|[\r\n]")
 _COCO_SPLIT_RE = re.compile(r"(train|val)20(14|17)")
@@ -246,40 +246,3 @@ def read_flickr8k_dir(data_dir: str | Path) -> list[CaptionRecord]:
         _find_in(data_dir, FLICKR8K_TOKEN_FILE),
         {split: _find_in(data_dir, name) for split, name in FLICKR8K_SPLIT_FILES.items()},
     )
-
-
-TF_INSTALL_HINT = "pip install -e '.[tf]'"
-
-
-def load_tfds_coco_captions(split: str, data_dir: str | None = None) -> list[CaptionRecord]:
-    """COCO captions with Karpathy splits (train/val/test/restval) via TFDS ``coco_captions``.
-
-    TFDS downloads and prepares the dataset on first use (as ``tfds.load`` does);
-    images are not decoded. ``split`` may carry a TFDS slice such as ``"train[:1%]"``.
-    """
-    try:
-        import tensorflow  # noqa: F401  (TFDS's coco_captions builder needs it)
-    except ImportError as error:
-        raise ImportError(
-            "load_tfds_coco_captions needs TensorFlow for TFDS's coco_captions builder; "
-            f"install it with: {TF_INSTALL_HINT}"
-        ) from error
-    import tensorflow_datasets as tfds
-
-    builder = tfds.builder("coco_captions", data_dir=data_dir)
-    builder.download_and_prepare()
-    dataset = builder.as_dataset(split=split, decoders={"image": tfds.decode.SkipDecoding()})
-    split_name = split.split("[")[0]
-    records = []
-    for example in tfds.as_numpy(dataset):
-        image_id = str(int(example["image/id"]))
-        captions = example["captions"]
-        for caption_id, raw in zip(captions["id"], captions["text"], strict=True):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as error:
-                raise CaptionError(int(caption_id), "caption bytes are not valid UTF-8") from error
-            records.append(
-                CaptionRecord(image_id, str(int(caption_id)), clean_caption(text), split_name)
-            )
-    return records

@@ -1,8 +1,8 @@
 """Caption corpora for training: gather sources, hold out dev images, encode.
 
 Both papers train on captions grouped by image, so this is the one place that
-reads the configured caption files, keeps evaluation images out, builds the
-vocabulary and turns text into padded id arrays.
+reads the configured caption sources (capsim.data.sources.SOURCES), keeps
+evaluation images out, builds the vocabulary and turns text into padded id arrays.
 """
 
 from __future__ import annotations
@@ -25,78 +25,63 @@ FLICKR8K_EVAL_SPLIT = "test"
 TOPIC_MAX_SHARE = 0.05  # a word in more captions than this is no topic (see topic_clusters)
 
 
-def load_caption_files(data: ml_collections.ConfigDict) -> list[CaptionRecord]:
-    """Reads every caption file named by the data config, relative to ``data.data_dir``.
+def source_options(data: ml_collections.ConfigDict) -> dict:
+    """What a source reads beside ``data_dir`` (capsim.data.sources.read_source)."""
+    return {
+        "tfds_data_dir": data.get("tfds_data_dir", ""),
+        "karpathy_splits": tuple(data.get("karpathy_splits", ())),
+    }
 
-    Keys: ``coco_captions`` (glob patterns of COCO ``captions_*.json`` files), ``karpathy`` (one
-    Karpathy ``dataset_*.json`` or ""), ``karpathy_splits``, ``flickr8k_dir``
-    ("" to skip) and ``flickr8k_splits``. Flickr8k's test split is refused:
-    Flickr8k-Expert judges captions of exactly those images.
-    """
+
+def read_sources(
+    data: ml_collections.ConfigDict, names: Sequence[str] | None = None
+) -> tuple[list[CaptionRecord], dict[str, int]]:
+    """Each caption once across the named sources (``data.sources`` by default), images
+    keyed by photo (capsim.data.sources.merge), and how many captions each source gave."""
+    names = tuple(data.sources if names is None else names)
+    if not names:
+        raise ValueError(
+            f"config.data.sources names no caption source; known: {sorted(sources.SOURCES)}"
+        )
     root = Path(data.data_dir).expanduser()
-    records: list[CaptionRecord] = []
-    for pattern in data.coco_captions:
-        paths = sorted(root.glob(pattern))
-        if not paths:
-            raise FileNotFoundError(f"no COCO caption file matches {root / pattern}")
-        for path in paths:
-            records += captions.read_coco_captions(path)
-    if data.karpathy:
-        karpathy = captions.read_karpathy(root / data.karpathy)
-        if "test" in data.karpathy_splits:
-            example = next((r.image_id for r in karpathy if r.split == "test"), "none here")
-            raise ValueError(
-                f"karpathy_splits includes 'test' ({root / data.karpathy}, e.g. image "
-                f"{example}): the Karpathy test images are what captioning models are reported "
-                "and caption metrics judged on, and must stay out of training"
-            )
-        wanted = set(data.karpathy_splits)
-        records += [r for r in karpathy if r.split in wanted]
-    if data.flickr8k_dir:
-        if FLICKR8K_EVAL_SPLIT in data.flickr8k_splits:
-            raise ValueError(
-                "flickr8k_splits includes 'test': those images' captions are the Flickr8k-Expert "
-                "evaluation set and must stay out of training"
-            )
-        wanted = set(data.flickr8k_splits)
-        flickr = captions.read_flickr8k_dir(root / data.flickr8k_dir)
-        records += [
-            dataclasses.replace(r, image_id=f"flickr8k/{r.image_id}")
-            for r in flickr
-            if r.split in wanted
-        ]
-    if not records:
-        raise ValueError(f"the data config names no caption files under {root}")
-    logging.info(
-        "loaded %d captions of %d images", len(records), len({r.image_id for r in records})
-    )
-    return records
+    if any(n.startswith("flickr30k") for n in names):
+        _check_flickr30k_against_flickr8k_test(root)
+    read = {name: sources.read_source(name, root, source_options(data)) for name in names}
+    merged = sources.merge(r for records in read.values() for r in records)
+    return merged, {name: len(records) for name, records in read.items()}
 
 
 def load_sources(
     data: ml_collections.ConfigDict, seed: int
 ) -> tuple[list[CaptionRecord], dict[str, list[CaptionRecord]]]:
-    """Training captions of the named ``data.sources`` and the held-out ``data.dev_sets``.
+    """Training captions of the named ``data.sources`` and the held-out dev splits.
 
-    Sources overlap (capsim.data.sources.merge trains on each caption once); every
-    image of a dev set is left out of training, whichever source brings it. Dev sets
-    are ``dev_<name>``, the same for any mixture, so runs on different mixtures
-    compare on the same held-out captions.
+    Each ``data.dev_sets`` domain gives ``dev_<name>`` (capsim.data.sources.DEV_SETS),
+    the same for any mixture, so runs on different mixtures compare on the same
+    held-out captions; every image of a dev set is left out of training, whichever
+    source brings it. Without dev sets, ``dev`` is ``data.dev_images`` images drawn
+    from the training captions.
     """
     root = Path(data.data_dir).expanduser()
-    if any(n.startswith("flickr30k") for n in data.sources) or "flickr" in data.dev_sets:
+    dev_sets = tuple(data.get("dev_sets", ()))
+    if "flickr" in dev_sets:
         _check_flickr30k_against_flickr8k_test(root)
-    read = {name: sources.read_source(name, root) for name in data.sources}
-    dev = {f"dev_{name}": sources.dev_records(name, root) for name in data.dev_sets}
-    if "dev_coco" in dev:  # a seeded draw of COCO images; Flickr30k val is held out whole
-        dev["dev_coco"] = hold_out_images(dev["dev_coco"], data.dev_images, seed)[1]
+    merged, counts = read_sources(data)
+    dev = {}
+    for name in dev_sets:
+        records, drawn = sources.dev_records(name, root, source_options(data))
+        dev[f"dev_{name}"] = (
+            hold_out_images(records, data.dev_images, seed)[1] if drawn else records
+        )
     held = {r.image_id for records in dev.values() for r in records}
-    merged = sources.merge(r for records in read.values() for r in records)
-    train = without_karpathy_test([r for r in merged if r.image_id not in held], data)
+    train = [r for r in merged if r.image_id not in held]
+    if not dev_sets:
+        train, dev["dev"] = hold_out_images(train, data.dev_images, seed)
+    train = without_karpathy_test(train, data)
     logging.info(
         "sources %s: %d captions read, %d once each, %d trained on (%d images); dev %s",
-        {name: len(records) for name, records in read.items()},
-        sum(len(records) for records in read.values()),
+        counts,
+        sum(counts.values()),
         len(merged),
         len(train),
         len({r.image_id for r in train}),

@@ -33,10 +33,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from capsim.data.captions import clean_caption, iter_lines, read_coco_captions, read_flickr8k_dir
+from capsim.data import tfds_coco
+from capsim.data.captions import (
+    clean_caption,
+    iter_lines,
+    read_coco_captions,
+    read_flickr8k_dir,
+    read_karpathy,
+)
 from capsim.data.records import CaptionRecord
 from capsim.errors import DataFormatError
 
@@ -210,19 +218,23 @@ def read_coco_lines(path: str | Path) -> list[CaptionRecord]:
 
 @dataclasses.dataclass(frozen=True)
 class Source:
-    """A named caption source: its folder under ``data_dir`` (the first that exists of
-    ``folders``) and how to read it."""
+    """A named caption source and how to read it.
+
+    ``read(location, options)`` gets the first of ``folders`` that exists under
+    ``data_dir``, or, for a TFDS dataset (no ``folders``), ``options["tfds_data_dir"]``.
+    ``options`` are the data config's ``tfds_data_dir`` and ``karpathy_splits``.
+    """
 
     folders: tuple[str, ...]
-    read: Callable[[Path], list[CaptionRecord]]
+    read: Callable[[Path | str, Mapping[str, Any]], list[CaptionRecord]]
     licence: str
 
 
-def _flickr8k(*splits: str) -> Callable[[Path], list[CaptionRecord]]:
+def _flickr8k(*splits: str) -> Callable[[Path, Mapping[str, Any]], list[CaptionRecord]]:
     """Flickr8k's ``splits``; never ``test``, whose images Flickr8k-Expert judges."""
     assert "test" not in splits
 
-    def read(folder: Path) -> list[CaptionRecord]:
+    def read(folder: Path, options: Mapping[str, Any]) -> list[CaptionRecord]:
         return [
             dataclasses.replace(r, image_id=f"flickr8k/{r.image_id}")
             for r in read_flickr8k_dir(folder)
@@ -232,8 +244,8 @@ def _flickr8k(*splits: str) -> Callable[[Path], list[CaptionRecord]]:
     return read
 
 
-def _flickr30k(*splits: str) -> Callable[[Path], list[CaptionRecord]]:
-    def read(folder: Path) -> list[CaptionRecord]:
+def _flickr30k(*splits: str) -> Callable[[Path, Mapping[str, Any]], list[CaptionRecord]]:
+    def read(folder: Path, options: Mapping[str, Any]) -> list[CaptionRecord]:
         check_no_flickr8k_test(folder)
         return [r for split in splits for r in read_multi30k(folder, split)]
 
@@ -241,7 +253,7 @@ def _flickr30k(*splits: str) -> Callable[[Path], list[CaptionRecord]]:
 
 
 def _read_all(pattern: str, reader: Callable[[Path], list[CaptionRecord]]):
-    def read(folder: Path) -> list[CaptionRecord]:
+    def read(folder: Path, options: Mapping[str, Any]) -> list[CaptionRecord]:
         paths = sorted(folder.glob(pattern))
         if not paths:
             raise DataFormatError(folder, f"no {pattern} file here")
@@ -250,11 +262,39 @@ def _read_all(pattern: str, reader: Callable[[Path], list[CaptionRecord]]):
     return read
 
 
+def _training_splits(options: Mapping[str, Any]) -> tuple[str, ...]:
+    return tuple(options.get("karpathy_splits") or tfds_coco.TRAINING_SPLITS)
+
+
+def _karpathy_json(folder: Path, options: Mapping[str, Any]) -> list[CaptionRecord]:
+    """Karpathy's ``dataset_coco.json`` (``data.karpathy_splits``); its test split refused."""
+    path = folder / KARPATHY_JSON
+    records = read_karpathy(path)
+    splits = _training_splits(options)
+    if tfds_coco.EVALUATION_SPLIT in splits:
+        example = next((r.image_id for r in records if r.split == "test"), "none here")
+        raise DataFormatError(
+            path,
+            f"split 'test' (e.g. image {example}) is the Karpathy test split: captioning models "
+            "are reported and caption metrics judged on it, so it must stay out of training",
+        )
+    return [r for r in records if r.split in splits]
+
+
+def _coco_tfds(data_dir: str, options: Mapping[str, Any]) -> list[CaptionRecord]:
+    return tfds_coco.read_captions(str(data_dir), _training_splits(options))
+
+
 FLICKR8K_TERMS = "Flickr8k terms: research only (University of Illinois request form)"
 FLICKR30K_TERMS = "Flickr30k terms: non-commercial research and education only"
 FLICKR30K_FOLDERS = ("extra_captions/flickr30k", "flickr30k")
+COCO_TERMS = "CC BY 4.0 (COCO)"
+KARPATHY_JSON = "dataset_coco.json"
 SOURCES: dict[str, Source] = {
-    "coco": Source(("coco",), _read_all("captions_*.json", read_coco_captions), "CC BY 4.0 (COCO)"),
+    "coco": Source(("coco",), _read_all("captions_*.json", read_coco_captions), COCO_TERMS),
+    # Karpathy's COCO splits (train + restval by default): his JSON, or a prepared TFDS copy
+    "coco_karpathy": Source(("coco",), _karpathy_json, COCO_TERMS),
+    "coco_tfds": Source((), _coco_tfds, COCO_TERMS),
     "flickr8k": Source(("flickr8k",), _flickr8k("train"), FLICKR8K_TERMS),
     "flickr30k": Source(FLICKR30K_FOLDERS, _flickr30k("train"), FLICKR30K_TERMS),
     # every split but what is judged (Flickr8k test) or held out (Flickr30k val, dev_flickr)
@@ -263,9 +303,7 @@ SOURCES: dict[str, Source] = {
     "cc3m": Source(
         ("extra_captions/cc3m", "cc3m"), _read_all("*.tsv", read_cc3m_tsv), "any purpose (Google)"
     ),
-    "coco_lines": Source(
-        ("extra_captions/coco",), _read_all("*.txt", read_coco_lines), "CC BY 4.0 (COCO)"
-    ),
+    "coco_lines": Source(("extra_captions/coco",), _read_all("*.txt", read_coco_lines), COCO_TERMS),
 }
 
 
@@ -281,21 +319,48 @@ def source_folder(name: str, data_dir: str | Path) -> Path:
     raise FileNotFoundError(f"caption source {name!r}: none of {tried} exists")
 
 
-def read_source(name: str, data_dir: str | Path) -> list[CaptionRecord]:
-    return SOURCES[name].read(source_folder(name, data_dir))
+def read_source(
+    name: str, data_dir: str | Path, options: Mapping[str, Any] | None = None
+) -> list[CaptionRecord]:
+    """The captions of source ``name``; ``options``: ``tfds_data_dir``, ``karpathy_splits``."""
+    options = options or {}
+    if name in SOURCES and not SOURCES[name].folders:
+        return SOURCES[name].read(options.get("tfds_data_dir", ""), options)
+    return SOURCES[name].read(source_folder(name, data_dir), options)
 
 
-def dev_records(name: str, data_dir: str | Path) -> list[CaptionRecord]:
-    """The captions a domain's dev split is drawn from, whichever sources are trained on:
-    ``coco``: the ``coco`` source (capsim.data.corpus holds images of it out);
-    ``flickr``: Flickr30k's ``val`` split, all of it (checked like its train split)."""
-    if name == "coco":
-        return merge(read_source("coco", data_dir))
-    if name == "flickr":
-        folder = source_folder("flickr30k", data_dir)
-        check_no_flickr8k_test(folder)
-        return merge(read_multi30k(folder, "val"))
-    raise KeyError(f"unknown dev set {name!r}; known: ['coco', 'flickr']")
+def _dev_coco(data_dir: str | Path, options: Mapping[str, Any]) -> list[CaptionRecord]:
+    return merge(read_source("coco", data_dir))
+
+
+def _dev_coco_tfds(data_dir: str | Path, options: Mapping[str, Any]) -> list[CaptionRecord]:
+    return tfds_coco.read_captions(options.get("tfds_data_dir", ""), ("val",))
+
+
+def _dev_flickr(data_dir: str | Path, options: Mapping[str, Any]) -> list[CaptionRecord]:
+    folder = source_folder("flickr30k", data_dir)
+    check_no_flickr8k_test(folder)
+    return merge(read_multi30k(folder, "val"))
+
+
+# Held-out domains (``data.dev_sets``): the captions a dev split is drawn from, whichever
+# sources are trained on, and whether ``data.dev_images`` of its images are drawn
+# (capsim.data.corpus leaves every image of a dev set out of training).
+DEV_SETS: dict[str, tuple[Callable[[str | Path, Mapping[str, Any]], list], bool]] = {
+    "coco": (_dev_coco, True),  # images of the ``coco`` source
+    "coco_tfds": (_dev_coco_tfds, True),  # images of the TFDS copy's Karpathy val split
+    "flickr": (_dev_flickr, False),  # Flickr30k's val split, all of it
+}
+
+
+def dev_records(
+    name: str, data_dir: str | Path, options: Mapping[str, Any] | None = None
+) -> tuple[list[CaptionRecord], bool]:
+    """The captions of dev set ``name`` and whether a draw of its images is held out."""
+    if name not in DEV_SETS:
+        raise KeyError(f"unknown dev set {name!r}; known: {sorted(DEV_SETS)}")
+    read, drawn = DEV_SETS[name]
+    return read(data_dir, options or {}), drawn
 
 
 def merge(records: Iterable[CaptionRecord]) -> list[CaptionRecord]:

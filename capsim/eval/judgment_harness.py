@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from functools import partial
 
 import numpy as np
 
-from capsim.data import judgments as judgment_readers
-from capsim.data.captions import read_flickr8k_tokens, read_references_json, split_flickr8k_id
 from capsim.data.judgments import Judgment, PairJudgment
-from capsim.data.pascal50s import read_pascal50s
 from capsim.errors import DataFormatError
 from capsim.eval.coco_metrics import compute_caption_metrics
 from capsim.eval.correlation import MIN_SYSTEMS, kendall_tau, pearson, system_level_agreement
+from capsim.eval.judgment_sets import JudgmentProtocol, judgment_set
 from capsim.text import tokenize_for_metrics
 
 PERCENT = 100.0
@@ -94,17 +92,12 @@ def tau_c_table(pairs: JudgedPairs, scores: Mapping[str, np.ndarray]) -> dict[st
 
 
 # --------------------------------------------------------------------------- protocols
-# Each human-judgment set is read with its own statistic, as published:
-#   flickr8k_expert, composite: Kendall τc over rating rows (CLIPScore protocol);
-#   flickr8k_cf: Kendall τb over the yes-fraction;
-#   thumb: Pearson over rows, plus system-level agreement;
-#   pascal50s: accuracy against the human majority, per category and their mean.
-ABSOLUTE_STATISTICS = {
-    "shapes_world": "tau_c",
-    "flickr8k_expert": "tau_c",
-    "composite": "tau_c",
-    "flickr8k_cf": "tau_b",
-    "thumb": "pearson",
+# An absolute set's statistic (its registry entry names it) -> the correlation it
+# stands for, of the metric with the human ratings over rating rows.
+CORRELATIONS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
+    "tau_c": partial(kendall_tau, variant="c"),
+    "tau_b": partial(kendall_tau, variant="b"),
+    "pearson": pearson,
 }
 PASCAL_REFERENCES = 5  # references sampled per pair, as in the CIDEr paper
 
@@ -113,15 +106,13 @@ def absolute_report(
     name: str, pairs: JudgedPairs, scores: Mapping[str, np.ndarray], systems: Sequence[str] = ()
 ) -> dict[str, dict]:
     """Per metric, the set's statistic × 100 against the ratings (and THumB's system level)."""
-    statistic = ABSOLUTE_STATISTICS[name]
+    statistic = judgment_set(name).statistic
+    correlation = CORRELATIONS[statistic]
     report: dict[str, dict] = {}
     for metric, per_pair in scores.items():
-        per_row = per_pair[pairs.pair_of_rating]
-        if statistic == "pearson":
-            value = pearson(per_row, pairs.human)
-        else:
-            value = kendall_tau(per_row, pairs.human, variant=statistic[-1])
-        report[metric] = {statistic: PERCENT * value}
+        report[metric] = {
+            statistic: PERCENT * correlation(per_pair[pairs.pair_of_rating], pairs.human)
+        }
     if systems:
         row_systems = [systems[i] for i in pairs.pair_of_rating]
         if len(set(row_systems)) >= MIN_SYSTEMS:
@@ -182,54 +173,6 @@ def pascal_report(pairs: PreferencePairs, scores: Mapping[str, np.ndarray]) -> d
     return report
 
 
-# --------------------------------------------------------------------------- sets
-# name -> what its path is; the statistic follows ABSOLUTE_STATISTICS (PASCAL: accuracy).
-SETS = {
-    "flickr8k_expert": "a folder with ExpertAnnotations.txt and Flickr8k.token.txt",
-    "flickr8k_cf": "a folder with CrowdFlowerAnnotations.txt and Flickr8k.token.txt",
-    "thumb": "mscoco_THumB-1.0.jsonl, with mscoco_references.json beside it",
-    "pascal50s": "pair_pascal.mat, with consensus_pascal.mat beside it",
-    "composite": "an AMT result CSV (needs references)",
-}
-
-
-def load_references(path: str | Path) -> dict[str, list[str]]:
-    """image id -> captions, from a references JSON or a Flickr8k token file."""
-    if Path(path).suffix == ".json":
-        return read_references_json(path)
-    refs: dict[str, list[str]] = {}
-    for caption_id, caption in read_flickr8k_tokens(path).items():
-        image = split_flickr8k_id(caption_id)
-        refs.setdefault(image[0] if image else caption_id, []).append(caption)
-    return refs
-
-
-def load_set(
-    name: str, path: str | Path, references: str | Path | None = None
-) -> list[Judgment] | list[PairJudgment]:
-    """The judgments of one published set (``SETS`` says what ``path`` is)."""
-    path = Path(path)
-    refs = load_references(references) if references else None
-    if name == "flickr8k_expert":
-        return judgment_readers.read_flickr8k_expert(
-            path / "ExpertAnnotations.txt", path / "Flickr8k.token.txt"
-        )
-    if name == "flickr8k_cf":
-        return judgment_readers.read_flickr8k_cf(
-            path / "CrowdFlowerAnnotations.txt", path / "Flickr8k.token.txt"
-        )
-    if name == "thumb":
-        beside = path.with_name("mscoco_references.json")
-        return judgment_readers.read_thumb(path, beside if beside.exists() else None)
-    if name == "pascal50s":
-        return read_pascal50s(path, refs)
-    if name == "composite":
-        if refs is None:
-            raise DataFormatError(path, "Composite files hold no references: pass references")
-        return judgment_readers.read_composite_csv(path, refs)
-    raise ValueError(f"unknown judgment set {name!r}; known: {', '.join(SETS)}")
-
-
 def evaluate_judgments(
     name: str,
     judgments: Sequence[Judgment] | Sequence[PairJudgment],
@@ -241,7 +184,8 @@ def evaluate_judgments(
     The metrics are I2CE-style ``compute_score`` ("I2CE") beside BLEU-1..4,
     ROUGE-L, CIDEr and METEOR (when Java is present), all on the same pairs.
     """
-    if name == "pascal50s":
+    pairwise = judgment_set(name).protocol is JudgmentProtocol.PAIRWISE
+    if pairwise:
         pairs = preference_pairs(judgments)
     else:
         missing = next((j for j in judgments if not j.references), None)
@@ -250,7 +194,7 @@ def evaluate_judgments(
         pairs = group_judgments(judgments)
     scores, skipped = ngram_metric_scores(pairs, include_meteor=include_meteor)
     scores["I2CE"] = np.asarray(compute_score(pairs.gts, pairs.res)[1], np.float64)
-    if name == "pascal50s":
+    if pairwise:
         return pascal_report(pairs, scores), skipped
     systems = [""] * len(pairs.keys)
     for judgment, pair in zip(judgments, pairs.pair_of_rating, strict=True):

@@ -48,22 +48,18 @@ def training_images_captions(
     if config.data.captions_per_image == "all":
         return list(data.records["train"])
     source = (
-        data.world.captions
-        if data.world is not None
-        else corpus_lib.load_caption_files(config.data)
+        data.world.captions if data.world is not None else corpus_lib.read_sources(config.data)[0]
     )
     train_images = set(data.splits["train"].corpus.image_ids)
     return [record for record in source if record.image_id in train_images]
 
 
 def extra_caption_records(config: ml_collections.ConfigDict, data: VtfnData) -> list[CaptionRecord]:
-    """Captions of ``config.model.extra_captions`` (a data config), minus dev/test images."""
-    extra = config.model.extra_captions
-    if not (extra.coco_captions or extra.karpathy or extra.flickr8k_dir):
+    """Captions of the ``config.model.extra_sources`` caption sources, minus dev/test images."""
+    if not config.model.extra_sources:
         return []
-    files = ml_collections.ConfigDict({"data_dir": config.data.data_dir, **extra.to_dict()})
     held_out = {i for name in ("dev", "test") for i in data.splits[name].corpus.image_ids}
-    records = corpus_lib.load_caption_files(files)
+    records = corpus_lib.read_sources(config.data, config.model.extra_sources)[0]
     kept = [record for record in records if record.image_id not in held_out]
     if len(kept) < len(records):
         logger.info(

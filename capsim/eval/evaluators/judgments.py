@@ -9,13 +9,13 @@ from typing import Any
 from capsim.data.judgments import Judgment
 from capsim.eval import judgment_harness as harness
 from capsim.eval.evaluators.base import Subject
-
-SHAPES_WORLD = "shapes_world"
+from capsim.eval.judgment_sets import judgment_set, load_set
 
 
 class Judgments:
-    """``set``: "shapes_world" (the world's rule-based candidate quality) or a published
-    set of ``capsim.eval.judgment_harness.SETS`` read from ``path``.
+    """``set``: a name of ``capsim.eval.judgment_sets.JUDGMENT_SETS``, either
+    "shapes_world" (the world's rule-based candidate quality) or a published set
+    read from ``path``.
 
     Returns, per metric, the set's statistic × 100 under the metric's name (Kendall
     τc for Flickr8k-Expert, mean accuracy for PASCAL-50S, ...) and any further
@@ -25,11 +25,12 @@ class Judgments:
     def __init__(
         self, set: str, path: str = "", references: str = "", include_meteor: bool = False
     ):
+        self.judgment_set = judgment_set(set)  # an unknown name fails here, at config time
         self.set, self.path, self.references = set, path, references
         self.include_meteor = include_meteor
 
     def _judgments(self, subject: Subject) -> list | None:
-        if self.set == SHAPES_WORLD:
+        if self.judgment_set.read is None:  # the shapes world: built from the run, not read
             if subject.world is None:
                 return None
             return [
@@ -41,13 +42,13 @@ class Judgments:
                 "%s skipped: %r does not exist", self.set, self.path
             )
             return None
-        return harness.load_set(self.set, Path(self.path).expanduser(), self.references or None)
+        return load_set(self.set, Path(self.path).expanduser(), self.references or None)
 
     def __call__(self, subject: Subject) -> dict[str, Any] | None:
         judgments = self._judgments(subject)
         if judgments is None:
             return None
-        statistic = "mean" if self.set == "pascal50s" else harness.ABSOLUTE_STATISTICS[self.set]
+        statistic = self.judgment_set.statistic
         report, skipped = harness.evaluate_judgments(
             self.set, judgments, subject.compute_score, self.include_meteor
         )

@@ -1,0 +1,159 @@
+"""The human-judgment sets, one registry entry each.
+
+An entry says all there is to know about a set: what its path is, how it is
+read, whether humans rated captions or chose between two, and the statistic
+that heads its report. The harness (``capsim.eval.judgment_harness``), the
+``judgments`` evaluator and ``python -m i2ce_jax.evaluate`` read the sets from
+``JUDGMENT_SETS`` only, so adding a set is one entry here (and its test).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from capsim.data import judgments as judgment_readers
+from capsim.data.captions import read_flickr8k_tokens, read_references_json, split_flickr8k_id
+from capsim.data.judgments import Judgment, PairJudgment
+from capsim.data.pascal50s import read_pascal50s
+from capsim.errors import DataFormatError
+
+References = Mapping[str, list[str]]  # image id -> reference captions
+JudgmentList = list[Judgment] | list[PairJudgment]
+
+
+class JudgmentProtocol(enum.Enum):
+    """How the humans judged, which decides how a metric is compared with them."""
+
+    ABSOLUTE = "absolute"  # a score per (image, candidate): the metric is correlated with it
+    PAIRWISE = "pairwise"  # the better of two candidates: the metric's accuracy at picking it
+
+
+@dataclasses.dataclass(frozen=True)
+class JudgmentSet:
+    """One human-judgment set, scored with its statistic as its authors published it.
+
+    ``path``: what the path given for the set is. ``read(path, references)``:
+    its judgments, ``references`` being the user's (image id -> captions) or
+    None; ``read`` is None for a set built in-process rather than read from
+    files. ``statistic``: the report key that heads the set: ``tau_c``,
+    ``tau_b`` or ``pearson`` over rating rows for absolute sets, ``mean``
+    (accuracy averaged over categories) for pairwise ones.
+    """
+
+    name: str
+    path: str
+    read: Callable[[Path, References | None], JudgmentList] | None
+    statistic: str
+    protocol: JudgmentProtocol
+
+
+def _read_flickr8k_expert(folder: Path, references: References | None) -> list[Judgment]:
+    del references  # the token file beside the ratings holds them
+    return judgment_readers.read_flickr8k_expert(
+        folder / "ExpertAnnotations.txt", folder / "Flickr8k.token.txt"
+    )
+
+
+def _read_flickr8k_cf(folder: Path, references: References | None) -> list[Judgment]:
+    del references  # the token file beside the ratings holds them
+    return judgment_readers.read_flickr8k_cf(
+        folder / "CrowdFlowerAnnotations.txt", folder / "Flickr8k.token.txt"
+    )
+
+
+def _read_thumb(path: Path, references: References | None) -> list[Judgment]:
+    del references  # THumB's own references file, when it is beside the ratings
+    beside = path.with_name("mscoco_references.json")
+    return judgment_readers.read_thumb(path, beside if beside.exists() else None)
+
+
+def _read_composite(path: Path, references: References | None) -> list[Judgment]:
+    if references is None:
+        raise DataFormatError(path, "Composite files hold no references: pass references")
+    return judgment_readers.read_composite_csv(path, references)
+
+
+JUDGMENT_SETS: dict[str, JudgmentSet] = {
+    entry.name: entry
+    for entry in (
+        # Kendall τc over the three experts' rating rows (the CLIPScore protocol).
+        JudgmentSet(
+            name="flickr8k_expert",
+            path="a folder with ExpertAnnotations.txt and Flickr8k.token.txt",
+            read=_read_flickr8k_expert,
+            statistic="tau_c",
+            protocol=JudgmentProtocol.ABSOLUTE,
+        ),
+        # Kendall τb over the fraction of "yes" votes, which ties heavily.
+        JudgmentSet(
+            name="flickr8k_cf",
+            path="a folder with CrowdFlowerAnnotations.txt and Flickr8k.token.txt",
+            read=_read_flickr8k_cf,
+            statistic="tau_b",
+            protocol=JudgmentProtocol.ABSOLUTE,
+        ),
+        # Pearson over rows, plus system-level agreement across its captioning systems.
+        JudgmentSet(
+            name="thumb",
+            path="mscoco_THumB-1.0.jsonl, with mscoco_references.json beside it",
+            read=_read_thumb,
+            statistic="pearson",
+            protocol=JudgmentProtocol.ABSOLUTE,
+        ),
+        # Accuracy against the human majority, per category (HC/HI/HM/MM) and their mean.
+        JudgmentSet(
+            name="pascal50s",
+            path="pair_pascal.mat, with consensus_pascal.mat beside it",
+            read=read_pascal50s,
+            statistic="mean",
+            protocol=JudgmentProtocol.PAIRWISE,
+        ),
+        # Kendall τc over the 1-5 ratings, as for Flickr8k-Expert.
+        JudgmentSet(
+            name="composite",
+            path="an AMT result CSV (needs references)",
+            read=_read_composite,
+            statistic="tau_c",
+            protocol=JudgmentProtocol.ABSOLUTE,
+        ),
+        # The world's rule-based candidate quality; the judgments evaluator builds it.
+        JudgmentSet(
+            name="shapes_world",
+            path="none: built from the run's shapes world",
+            read=None,
+            statistic="tau_c",
+            protocol=JudgmentProtocol.ABSOLUTE,
+        ),
+    )
+}
+# The sets read from their authors' files: the ones a path can be given for.
+PUBLISHED_SETS = tuple(name for name, s in JUDGMENT_SETS.items() if s.read is not None)
+
+
+def judgment_set(name: str) -> JudgmentSet:
+    """The registry entry of ``name``; an unknown name is an error that lists the known ones."""
+    if name not in JUDGMENT_SETS:
+        raise ValueError(f"unknown judgment set {name!r}; known: {', '.join(JUDGMENT_SETS)}")
+    return JUDGMENT_SETS[name]
+
+
+def load_references(path: str | Path) -> dict[str, list[str]]:
+    """image id -> captions, from a references JSON or a Flickr8k token file."""
+    if Path(path).suffix == ".json":
+        return read_references_json(path)
+    refs: dict[str, list[str]] = {}
+    for caption_id, caption in read_flickr8k_tokens(path).items():
+        image = split_flickr8k_id(caption_id)
+        refs.setdefault(image[0] if image else caption_id, []).append(caption)
+    return refs
+
+
+def load_set(name: str, path: str | Path, references: str | Path | None = None) -> JudgmentList:
+    """The judgments of one published set (its entry's ``path`` says what ``path`` is)."""
+    spec = judgment_set(name)
+    if spec.read is None:
+        raise ValueError(f"judgment set {name!r} is not read from files ({spec.path})")
+    return spec.read(Path(path), load_references(references) if references else None)

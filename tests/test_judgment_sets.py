@@ -1,0 +1,101 @@
+"""capsim.eval.judgment_sets: every registry entry is complete, and reads and scores its fixture."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_judgments import _write_pascal
+
+from capsim.data.judgments import Judgment, PairJudgment
+from capsim.eval import judgment_harness as harness
+from capsim.eval.evaluators.base import Subject
+from capsim.eval.evaluators.judgments import Judgments
+from capsim.eval.judgment_sets import (
+    JUDGMENT_SETS,
+    PUBLISHED_SETS,
+    JudgmentProtocol,
+    JudgmentSet,
+    judgment_set,
+    load_set,
+)
+from i2ce_jax import evaluate
+
+FIXTURES = Path(__file__).parent / "fixtures" / "judgments"
+RECORD = {JudgmentProtocol.ABSOLUTE: Judgment, JudgmentProtocol.PAIRWISE: PairJudgment}
+
+
+def _fixture(name: str, tmp_path: Path) -> tuple[Path, Path | None]:
+    """(path, references) of a small copy of each published set, in its authors' layout."""
+    fixtures = {
+        "flickr8k_expert": (FIXTURES, None),
+        "flickr8k_cf": (FIXTURES, None),
+        "thumb": (FIXTURES / "mscoco_THumB-1.0.jsonl", None),
+        "pascal50s": (_write_pascal(tmp_path), None),
+        "composite": (FIXTURES / "composite_8k_correctness.csv", FIXTURES / "Flickr8k.token.txt"),
+    }
+    assert set(fixtures) == set(PUBLISHED_SETS), "each published set needs a fixture here"
+    return fixtures[name]
+
+
+def _length_score(gts, res):
+    """A stand-in caption scorer: cheap, deterministic, not constant."""
+    scores = np.array([len(res[k][0]) / (1.0 + len(gts[k])) for k in res])
+    return float(scores.mean()), scores
+
+
+@pytest.mark.parametrize("name", list(JUDGMENT_SETS))
+def test_every_entry_is_complete(name):
+    entry = JUDGMENT_SETS[name]
+    assert isinstance(entry, JudgmentSet) and entry.name == name
+    assert isinstance(entry.path, str) and entry.path
+    assert entry.read is None or callable(entry.read)
+    assert isinstance(entry.protocol, JudgmentProtocol)
+    if entry.protocol is JudgmentProtocol.ABSOLUTE:
+        assert entry.statistic in harness.CORRELATIONS
+    else:
+        assert entry.statistic == "mean"  # pascal_report's mean accuracy over categories
+    assert (name in PUBLISHED_SETS) == (entry.read is not None)
+
+
+@pytest.mark.parametrize("name", PUBLISHED_SETS)
+def test_each_published_set_reads_and_reports_its_statistic(name, tmp_path):
+    entry = judgment_set(name)
+    path, references = _fixture(name, tmp_path)
+    judgments = load_set(name, path, references)
+    assert judgments and all(isinstance(j, RECORD[entry.protocol]) for j in judgments)
+    report, _ = harness.evaluate_judgments(name, judgments, _length_score, include_meteor=False)
+    assert all(entry.statistic in values for values in report.values())
+    flat = Judgments(name, str(path), str(references or ""))(Subject(compute_score=_length_score))
+    assert flat["I2CE"] == report["I2CE"][entry.statistic]
+
+
+def test_unknown_set_is_a_clear_error_listing_the_known_ones(tmp_path):
+    for make in (
+        lambda: judgment_set("expert"),
+        lambda: load_set("expert", tmp_path),
+        lambda: Judgments("expert"),
+        lambda: harness.evaluate_judgments("expert", [], _length_score, include_meteor=False),
+    ):
+        with pytest.raises(ValueError, match="unknown judgment set 'expert'") as error:
+            make()
+        assert all(name in str(error.value) for name in JUDGMENT_SETS)
+
+
+def test_sets_built_in_process_are_not_loaded_from_files(tmp_path):
+    with pytest.raises(ValueError, match="not read from files"):
+        load_set("shapes_world", tmp_path)
+    with pytest.raises(ValueError, match="NAME:PATH"):
+        evaluate.parse_specs(f"shapes_world:{tmp_path}")
+    assert (
+        Judgments("shapes_world")(Subject(compute_score=_length_score)) is None
+    )  # no world in this run
+
+
+def test_cli_help_lists_every_published_set_with_its_path_and_statistic():
+    text = evaluate.sets_help()
+    for name in PUBLISHED_SETS:
+        entry = JUDGMENT_SETS[name]
+        line = next(line for line in text.splitlines() if line.split()[:1] == [name])
+        assert entry.path in line and line.endswith(entry.statistic)
