@@ -239,6 +239,26 @@ def test_vtfn_on_real_coco_trains_on_no_karpathy_test_image(shared_data, caplog)
     assert match and 400 < int(match.group(2)) <= 593, caplog.text
 
 
+def test_vtfn_trains_on_named_sources_and_counts_captions_without_features(shared_data, caplog):
+    """VTFN reads the registry like I2CE: Flickr8k's photos have no COCO object labels,
+    so their captions are dropped and counted in the log; COCO's are kept."""
+    if not (shared_data / "coco" / "val2014_object_labels.json").is_file():
+        pytest.skip("COCO files are absent")
+    from configs import coco_bow
+    from vtfn_jax import data as vtfn_data
+
+    config = coco_bow.get_config(f"data_dir={shared_data},sources=coco+flickr8k")
+    with caplog.at_level("WARNING"):
+        records = vtfn_data.prepare_data(config).records
+    flickr = sources.read_source("flickr8k", shared_data)
+    match = re.search(r"skipped (\d+) captions of (\d+) images without features", caplog.text)
+    assert match, caplog.text
+    assert int(match.group(1)) >= len(flickr)
+    assert int(match.group(2)) >= len({r.image_id for r in flickr})
+    kept = {r.image_id for split in records.values() for r in split}
+    assert kept and all(image.isdigit() for image in kept)  # COCO ids only
+
+
 def test_cc3m_with_and_without_header(tmp_path):
     header = tmp_path / "a.tsv"
     header.write_text("caption\timage\nfirst caption\t0_1.jpg\nsecond\t1_2.jpg\n")
