@@ -143,14 +143,27 @@ def test_scores_follow_the_order_of_res_and_ignore_extra_references():
         ({"a": ["x y"]}, {"a": ["x", "y"]}, "caption 'a': expected a list with exactly one"),
         ({"a": ["x y"]}, {"a": []}, "caption 'a': expected a list with exactly one"),
         ({"a": []}, {"a": ["x y"]}, "caption 'a': empty reference list"),
-        ({"a": ["x y"]}, {"a": ["  "]}, "caption 'a': empty or non-string caption"),
-        ({"a": ["x y", ""]}, {"a": ["x"]}, "caption 'a': empty or non-string caption"),
+        ({"a": ["x y"]}, {"a": [None]}, "caption 'a': candidate must be a string"),
+        ({"a": ["x y", ""]}, {"a": ["x"]}, "caption 'a': empty or non-string reference"),
     ],
 )
 @pytest.mark.parametrize("scorer", [Bleu(), Rouge(), CiderD()], ids=["bleu", "rouge", "cider"])
 def test_bad_inputs_name_the_id(scorer, gts, res, message):
     with pytest.raises(CaptionError, match=message):
         scorer.compute_score(gts, res)
+
+
+@pytest.mark.parametrize("empty", ["", "  "])
+def test_an_empty_candidate_scores_zero_and_leaves_the_others_alone(empty):
+    """pycocoevalcap scores an empty caption 0; CIDEr's idf still counts its references."""
+    gts = {"a": ["a dog runs on grass", "the dog runs"], "b": ["a cat sleeps", "a cat on a mat"]}
+    scores = compute_ngram_metrics(gts, {"a": [empty], "b": ["a cat on the mat"]})
+    alone = compute_ngram_metrics({"b": gts["b"]}, {"b": ["a cat on the mat"]})
+    for name in NGRAM_METRICS:
+        assert scores[name][0] == 0.0
+        assert scores[name][1] > 0
+    np.testing.assert_allclose(scores["BLEU-4"][1], alone["BLEU-4"][0])
+    assert scores["CIDEr"][1] != alone["CIDEr"][0]  # two ids' references in the idf
 
 
 def test_agrees_with_pycocoevalcap_on_random_small_sets():

@@ -43,7 +43,9 @@ def paired_captions(
 
     Returns the ids, the candidate of each id and the references of each id.
     Raises CaptionError naming the id for a missing reference list, a candidate
-    list whose length is not 1, an empty reference list, or an empty caption.
+    list whose length is not 1, a candidate that is not a string, or an empty
+    reference list or reference. An empty candidate (a captioning model's
+    output can be) scores 0 on every metric, as in pycocoevalcap.
     """
     if not res:
         raise ValueError("res is empty: there is no candidate to score")
@@ -60,9 +62,11 @@ def paired_captions(
             raise CaptionError(caption_id, "references must be a list of strings, not one string")
         if len(refs) == 0:
             raise CaptionError(caption_id, "empty reference list")
-        for text in (hypotheses[0], *refs):
+        if not isinstance(hypotheses[0], str):
+            raise CaptionError(caption_id, f"candidate must be a string, got {hypotheses[0]!r}")
+        for text in refs:
             if not isinstance(text, str) or not text.strip():
-                raise CaptionError(caption_id, f"empty or non-string caption {text!r}")
+                raise CaptionError(caption_id, f"empty or non-string reference {text!r}")
         ids.append(caption_id)
         candidates.append(hypotheses[0])
         references.append(list(refs))
