@@ -348,6 +348,27 @@ def test_real_extra_captions(shared_data):
     assert len(val) == 5 * 983
 
 
+def test_the_val2014_subset_adds_captions_beyond_val2017(shared_data):
+    """coco_extra (extra_captions/coco/captions_val2014_subset.json, 4,800 val2014 images)
+    beside coco (val2017, a subset of val2014): after merging and the Karpathy guard,
+    18,402 of its captions on 3,679 images are new (compared lower-cased without
+    punctuation, per image)."""
+    if not (shared_data / "extra_captions" / "coco" / "captions_val2014_subset.json").is_file():
+        pytest.skip("the val2014 subset is absent")
+    coco = sources.read_source("coco", shared_data)
+    extra = sources.read_source("coco_extra", shared_data)
+    assert len(extra) == 24019 and len({r.image_id for r in extra}) == 4800
+    kept, _ = sources.drop_karpathy_test(sources.merge(coco + extra))
+    in_coco = {(r.image_id, sources.normalize(r.text)) for r in coco}
+    extra_ids = {r.caption_id for r in extra}
+    new = [
+        r
+        for r in kept
+        if r.caption_id in extra_ids and (r.image_id, sources.normalize(r.text)) not in in_coco
+    ]
+    assert (len(new), len({r.image_id for r in new})) == (18402, 3679)
+
+
 def test_single_caption_images_are_never_their_own_positive():
     """A row paired with itself (group -1 - image) drops out of InfoNCE's, the triplet's
     and the rank loss's positives, and still serves as a negative of the others."""

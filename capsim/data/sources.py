@@ -304,6 +304,10 @@ SOURCES: dict[str, Source] = {
         ("extra_captions/cc3m", "cc3m"), _read_all("*.tsv", read_cc3m_tsv), "any purpose (Google)"
     ),
     "coco_lines": Source(("extra_captions/coco",), _read_all("*.txt", read_coco_lines), COCO_TERMS),
+    # more COCO caption JSON files, e.g. a val2014 subset beside val2017
+    "coco_extra": Source(
+        ("extra_captions/coco",), _read_all("captions_*.json", read_coco_captions), COCO_TERMS
+    ),
 }
 
 
