@@ -1,0 +1,328 @@
+"""METEOR 1.5's four matchers and its alignment search, as the jar behaves.
+
+Matchers (Denkowski & Lavie 2011, 2014), each giving candidate matches
+between a candidate's and a reference's tokens:
+
+- exact: equal tokens;
+- stem: unequal tokens with equal Snowball (Porter2) stems;
+- synonym: unequal tokens sharing a WordNet synset, each token first reduced
+  to its base forms by WordNet's exception lists or, failing those, by the
+  first detachment rule (``MORPHY_RULES``) that yields a known word;
+- paraphrase: a phrase pair (up to 7 tokens each side) listed in the table,
+  in either direction; a pair listed both ways yields two candidates.
+
+The alignment is the jar's beam search, recovered from probes of the jar
+(its -x beam size and -writeAlignments output), not from its code: the
+reference is walked left to right; at each position every partial alignment
+branches on each compatible candidate starting there (in the jar's order:
+exact, stem, synonym, then paraphrases) and on skipping it, except that a
+candidate which is the only one covering each of its words is always taken.
+Partial alignments are ranked by (matched words minus two per non-exact
+match, fewest chunks, most matched words, most exactly matched words), a
+stable sort keeps the best BEAM_SIZE, and the best at the end wins. This
+reproduces the jar's statistics on about 98% of (candidate, reference)
+pairs. The rest differ where the jar avoids an exact match at the same
+position in both sentences when another occurrence of the word is free (a
+preference visible in probes but not reducible to a ranking rule here), and
+in how it weighs a multi-word paraphrase against the exact matches inside it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+import snowballstemmer
+
+from capsim.eval.meteor.resources import JarData, ParaphraseIndex, phrase_hashes
+
+EXACT, STEM, SYNONYM, PARAPHRASE = range(4)
+MODULE_COUNT = 4
+BEAM_SIZE = 40
+MEMO_SIZE = 1 << 21  # n-grams whose phrase id is remembered
+# WordNet's detachment rules (nouns, verbs, adjectives), tried in this order.
+MORPHY_RULES = (
+    ("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"),
+    ("men", "man"), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""),
+    ("ing", "e"), ("ing", ""), ("er", ""), ("est", ""), ("er", "e"), ("est", "e"),
+)  # fmt: skip
+# WordNet leaves short words and nouns in -ss alone ("as", "glass", "discuss").
+MORPHY_MIN_LENGTH = 3
+
+
+class Match(NamedTuple):
+    """Tokens [test, test + test_len) of the candidate match [ref, ref + ref_len)."""
+
+    test: int
+    test_len: int
+    ref: int
+    ref_len: int
+    module: int
+
+
+# A candidate as the search reads it: (reference start, rank among the candidates
+# starting there, test start, test length, reference length, module).
+Candidate = tuple[int, tuple, int, int, int, int]
+
+
+class Lexicon:
+    """Stems and WordNet synsets of words, memoised for the process."""
+
+    def __init__(self, data: JarData):
+        self._data = data
+        self._stemmer = snowballstemmer.stemmer("english")
+        self._stems: dict[str, str] = {}
+        self._synsets: dict[str, frozenset[str]] = {}
+
+    def stem(self, word: str) -> str:
+        found = self._stems.get(word)
+        if found is None:
+            found = self._stems[word] = self._stemmer.stemWord(word)
+        return found
+
+    def synsets(self, word: str) -> frozenset[str]:
+        found = self._synsets.get(word)
+        if found is None:
+            found = self._synsets[word] = self._lookup_synsets(word)
+        return found
+
+    def _lookup_synsets(self, word: str) -> frozenset[str]:
+        synsets, exceptions = self._data.synsets, self._data.exception_bases
+        bases = [word] if word in synsets else []
+        if word in exceptions:
+            bases.extend(exceptions[word])
+        elif len(word) >= MORPHY_MIN_LENGTH and not word.endswith("ss"):
+            for suffix, replacement in MORPHY_RULES:
+                if word.endswith(suffix):
+                    base = word[: len(word) - len(suffix)] + replacement
+                    if base in synsets:
+                        bases.append(base)
+                        break
+        return frozenset(s for base in bases for s in synsets.get(base, "").split())
+
+
+class Phrases:
+    """Which spans of sentences are phrases of the paraphrase table, and their paraphrases."""
+
+    def __init__(self, index: ParaphraseIndex):
+        self._index = index
+        self._ids: dict[str, int] = {}
+
+    def spans(self, sentences: Sequence[Sequence[str]]) -> list[dict[int, list[tuple[int, int]]]]:
+        """For each sentence: phrase id -> (start, length) of its spans that the table lists.
+
+        N-grams not seen before are hashed and looked up in one vectorised search;
+        the answers are memoised for the process (up to MEMO_SIZE n-grams).
+        """
+        spans = [
+            [
+                (" ".join(words[start : start + length]), start, length)
+                for start in range(len(words))
+                for length in range(1, min(self._index.max_words, len(words) - start) + 1)
+            ]
+            for words in sentences
+        ]
+        memo = self._ids
+        new = list({text for own in spans for text, _, _ in own if text not in memo})
+        if new:
+            if len(memo) + len(new) > MEMO_SIZE:
+                memo.clear()
+            memo.update(zip(new, self._index.ids(phrase_hashes(new)).tolist(), strict=True))
+        found = []
+        for own in spans:
+            listed: dict[int, list[tuple[int, int]]] = {}
+            for text, start, length in own:
+                phrase = memo[text]
+                if phrase >= 0:
+                    listed.setdefault(phrase, []).append((start, length))
+            found.append(listed)
+        return found
+
+    def within(
+        self, sentences: list[dict[int, list[tuple[int, int]]]]
+    ) -> dict[int, dict[int, int]]:
+        """Each phrase of ``sentences`` -> its paraphrases among them -> their table line.
+
+        One vectorised pass over the table for all the sentences of a call, so
+        that matching two sentences only intersects these small sets.
+        """
+        present = {phrase for spans in sentences for phrase in spans}
+        reach: dict[int, dict[int, int]] = {phrase: {} for phrase in present}
+        if present:
+            sources, targets, lines = self._index.links(np.fromiter(present, np.int64))
+            for source, target, line in zip(
+                sources.tolist(), targets.tolist(), lines.tolist(), strict=True
+            ):
+                reach[source][target] = line
+        return reach
+
+
+@dataclasses.dataclass(frozen=True)
+class Sentence:
+    """A normalized sentence with what the matchers need of it, computed once."""
+
+    words: list[str]
+    stems: list[str]
+    synsets: list[frozenset[str]]
+    phrases: dict[int, list[tuple[int, int]]]
+    at_word: dict[str, list[int]]  # positions of each word and of each stem
+    at_stem: dict[str, list[int]]
+    all_synsets: frozenset[str]
+
+    @classmethod
+    def of(
+        cls, words: list[str], lexicon: Lexicon, phrases: dict[int, list[tuple[int, int]]]
+    ) -> Sentence:
+        stems = [lexicon.stem(w) for w in words]
+        synsets = [lexicon.synsets(w) for w in words]
+        at_word: dict[str, list[int]] = {}
+        at_stem: dict[str, list[int]] = {}
+        for position, (word, stem) in enumerate(zip(words, stems, strict=True)):
+            at_word.setdefault(word, []).append(position)
+            at_stem.setdefault(stem, []).append(position)
+        return cls(words, stems, synsets, phrases, at_word, at_stem, frozenset().union(*synsets))
+
+
+def candidates(test: Sentence, ref: Sentence, reach: dict[int, dict[int, int]]) -> list[Candidate]:
+    """Every candidate match, with its rank among those starting at its reference token.
+
+    ``reach`` maps each phrase id of both sentences to its paraphrases (see Phrases.within).
+    """
+    found = []
+    for i, word in enumerate(test.words):
+        for j in ref.at_word.get(word, ()):
+            found.append((j, (EXACT, i), i, 1, 1, EXACT))
+        for j in ref.at_stem.get(test.stems[i], ()):
+            if ref.words[j] != word:
+                found.append((j, (STEM, i), i, 1, 1, STEM))
+        word_synsets = test.synsets[i]
+        if not word_synsets.isdisjoint(ref.all_synsets):
+            for j, ref_synsets in enumerate(ref.synsets):
+                if ref.words[j] != word and not word_synsets.isdisjoint(ref_synsets):
+                    found.append((j, (SYNONYM, i), i, 1, 1, SYNONYM))
+    test_ids, ref_ids = test.phrases.keys(), ref.phrases.keys()
+    for rid, r_spans in ref.phrases.items():  # found by looking reference phrases up
+        listed = reach[rid]
+        for tid in listed.keys() & test_ids if listed else ():
+            line = listed[tid]
+            for rs, rl in r_spans:
+                for ts, tl in test.phrases[tid]:
+                    found.append((rs, (PARAPHRASE, 0, rl, line, ts, tl), ts, tl, rl, PARAPHRASE))
+    for tid, t_spans in test.phrases.items():  # found by looking candidate phrases up
+        listed = reach[tid]
+        for rid in listed.keys() & ref_ids if listed else ():
+            line = listed[rid]
+            for ts, tl in t_spans:
+                for rs, rl in ref.phrases[rid]:
+                    found.append((rs, (PARAPHRASE, 1, ts, tl, line), ts, tl, rl, PARAPHRASE))
+    return found
+
+
+def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
+    """The jar's alignment of one candidate with one reference (see the module docstring)."""
+    found.sort()
+    test_cover = [0] * test_len
+    ref_cover = [0] * ref_len
+    for j, _, i, tl, rl, _ in found:
+        for k in range(i, i + tl):
+            test_cover[k] += 1
+        for k in range(j, j + rl):
+            ref_cover[k] += 1
+    unique = [
+        all(c == 1 for c in test_cover[i : i + tl]) and all(c == 1 for c in ref_cover[j : j + rl])
+        for j, _, i, tl, rl, _ in found
+    ]
+    if all(unique):  # nothing to choose: every candidate is taken
+        return [Match(i, tl, j, rl, module) for j, _, i, tl, rl, module in found]
+    # A partial alignment: (rank key, last match, the partial it grew from, test mask,
+    # ref mask, words, exact words, non-exact matches, chunks, end of its last match).
+    beam = [((0, 0, 0, 0), None, None, 0, 0, 0, 0, 0, 0, (-1, -1))]
+    start = 0
+    while start < len(found):
+        stop = start + 1
+        while stop < len(found) and found[stop][0] == found[start][0]:
+            stop += 1
+        forced = stop == start + 1 and unique[start]
+        options = [
+            (Match(i, tl, j, rl, module), ((1 << tl) - 1) << i, ((1 << rl) - 1) << j, tl + rl,
+             module == EXACT, (i, j), (i + tl, j + rl))
+            for j, _, i, tl, rl, module in found[start:stop]
+        ]  # fmt: skip
+        start = stop
+        grown = []
+        for partial in beam:
+            _, _, _, tmask, rmask, words, exact, inexact, chunks, end = partial
+            took = False
+            for m, tm, rm, size, is_exact, m_start, m_end in options:
+                if tmask & tm or rmask & rm:
+                    continue
+                w = words + size
+                e = exact + size if is_exact else exact
+                n = inexact if is_exact else inexact + 1
+                c = chunks if end == m_start else chunks + 1
+                grown.append(
+                    ((2 * n - w, c, -w, -e), m, partial, tmask | tm, rmask | rm, w, e, n, c, m_end)
+                )
+                took = True
+            if not (forced and took):
+                grown.append(partial)
+        grown.sort(key=lambda p: p[0])
+        beam = grown[:BEAM_SIZE]
+    matches, partial = [], beam[0]
+    while partial[1] is not None:
+        matches.append(partial[1])
+        partial = partial[2]
+    return matches[::-1]
+
+
+def chunk_count(matches: Sequence[Match]) -> int:
+    """Runs of matches contiguous and in the same order in both sentences."""
+    count, previous = 0, None
+    for m in sorted(matches, key=lambda m: m.test):
+        if previous is None or (m.test, m.ref) != (
+            previous.test + previous.test_len,
+            previous.ref + previous.ref_len,
+        ):
+            count += 1
+        previous = m
+    return count
+
+
+def statistics(
+    test: Sequence[str],
+    ref: Sequence[str],
+    matches: Sequence[Match],
+    function_words: frozenset[str],
+) -> tuple[int, ...]:
+    """The jar's sufficient statistics of one (candidate, reference) alignment.
+
+    Test length, reference length, their function-word counts, then per module
+    (test content, reference content, test function, reference function)
+    matched words, then chunks, matched test words and matched reference words.
+    """
+    per_module = [0] * (4 * MODULE_COUNT)
+    test_matched = ref_matched = 0
+    for m in matches:
+        test_words = test[m.test : m.test + m.test_len]
+        ref_words = ref[m.ref : m.ref + m.ref_len]
+        test_function = sum(w in function_words for w in test_words)
+        ref_function = sum(w in function_words for w in ref_words)
+        at = 4 * m.module
+        per_module[at] += len(test_words) - test_function
+        per_module[at + 1] += len(ref_words) - ref_function
+        per_module[at + 2] += test_function
+        per_module[at + 3] += ref_function
+        test_matched += m.test_len
+        ref_matched += m.ref_len
+    return (
+        len(test),
+        len(ref),
+        sum(w in function_words for w in test),
+        sum(w in function_words for w in ref),
+        *per_module,
+        chunk_count(matches),
+        test_matched,
+        ref_matched,
+    )

@@ -1,0 +1,174 @@
+"""METEOR 1.5 with pycocoevalcap's ``compute_score`` contract, without Java.
+
+pycocoevalcap runs ``java -jar meteor-1.5.jar - - -stdio -l en -norm`` and
+sends one ``SCORE`` line per caption, then one ``EVAL`` line with every
+caption's statistics. This class computes the same numbers in-process:
+each reference is aligned with the candidate, the best-scoring reference
+(the first one on a tie) supplies the caption's statistics, and the corpus
+score is recomputed from the statistics summed over all captions, as the
+jar's ``EVAL`` does; it is not the mean of the per-caption scores.
+
+pycocoevalcap removes ``|||`` from a candidate before sending it, and so does
+this class; a reference holding ``|||`` or any caption holding a line break
+would corrupt the jar's line protocol, so they are refused with the id.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Hashable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from capsim.errors import CaptionError
+from capsim.eval.meteor import matching, resources
+from capsim.eval.meteor.normalize import normalize
+
+# METEOR 1.5's English "rank" task (the jar prints them as Parameters/Weights).
+ALPHA, BETA, GAMMA, DELTA = 0.85, 0.2, 0.6, 0.75
+MODULE_WEIGHTS = (1.0, 0.6, 0.8, 0.6)  # exact, stem, synonym, paraphrase
+FIELD_SEPARATOR = "|||"  # METEOR's stdio protocol separator
+CHUNKS = 4 + 4 * matching.MODULE_COUNT  # position of the chunk count in the statistics
+
+References = Mapping[Hashable, Sequence[str]]
+Candidates = Mapping[Hashable, Sequence[str]]
+
+
+def meteor_from_stats(stats: Sequence[float]) -> float:
+    """METEOR from the jar's 23 sufficient statistics (one caption's or a corpus sum)."""
+    test_len, ref_len, test_func, ref_func = stats[:4]
+    per_module = stats[4 : 4 + 4 * matching.MODULE_COUNT]
+    chunks, test_matched, ref_matched = stats[CHUNKS:]
+    test_num = ref_num = 0.0
+    for weight, k in zip(MODULE_WEIGHTS, range(0, len(per_module), 4), strict=True):
+        test_content, ref_content, test_function, ref_function = per_module[k : k + 4]
+        test_num += weight * (DELTA * test_content + (1 - DELTA) * test_function)
+        ref_num += weight * (DELTA * ref_content + (1 - DELTA) * ref_function)
+    test_den = DELTA * (test_len - test_func) + (1 - DELTA) * test_func
+    ref_den = DELTA * (ref_len - ref_func) + (1 - DELTA) * ref_func
+    precision = test_num / test_den if test_den > 0 else 0.0
+    recall = ref_num / ref_den if ref_den > 0 else 0.0
+    if precision <= 0 or recall <= 0:
+        return 0.0
+    fmean = precision * recall / (ALPHA * precision + (1 - ALPHA) * recall)
+    mean_matched = (test_matched + ref_matched) / 2
+    fragmentation = 0.0 if _unfragmented(stats) else chunks / mean_matched
+    return fmean * (1 - GAMMA * fragmentation**BETA)
+
+
+def corpus_stats(per_caption: Sequence[Sequence[float]]) -> np.ndarray:
+    """The captions' statistics summed as the jar's EVAL does.
+
+    A caption matched word for word in one chunk (no fragmentation penalty)
+    adds no chunk to the corpus count.
+    """
+    total = np.sum(np.asarray(per_caption, dtype=np.float64), axis=0)
+    total[CHUNKS] -= sum(1 for s in per_caption if _unfragmented(s))
+    return total
+
+
+def _unfragmented(stats: Sequence[float]) -> bool:
+    test_len, ref_len = stats[0], stats[1]
+    chunks, test_matched, ref_matched = stats[CHUNKS:]
+    return test_matched == test_len and ref_matched == ref_len and chunks == 1
+
+
+def _checked_inputs(gts: References, res: Candidates) -> tuple[list[str], list[list[str]]]:
+    """Candidates and references in the order of ``gts``, or a CaptionError naming the id."""
+    if not gts:
+        raise ValueError("gts is empty: there is no caption to score")
+    for caption_id in res:
+        if caption_id not in gts:
+            raise CaptionError(caption_id, "has a candidate in res but no references in gts")
+    candidates, references = [], []
+    for caption_id, refs in gts.items():
+        if caption_id not in res:
+            raise CaptionError(caption_id, "has references in gts but no candidate in res")
+        hypotheses = res[caption_id]
+        if isinstance(hypotheses, str) or len(hypotheses) != 1:
+            raise CaptionError(
+                caption_id, f"res must map it to a list with one candidate, got {hypotheses!r}"
+            )
+        if isinstance(refs, str) or len(refs) == 0:
+            raise CaptionError(caption_id, f"gts must map it to a non-empty list, got {refs!r}")
+        for text in (hypotheses[0], *refs):
+            if not isinstance(text, str):
+                raise CaptionError(caption_id, f"captions must be strings, got {text!r}")
+            if "\n" in text or "\r" in text:
+                raise CaptionError(caption_id, f"caption {text!r} holds a line break")
+        for text in refs:
+            if FIELD_SEPARATOR in text:
+                raise CaptionError(
+                    caption_id,
+                    f"reference {text!r} holds {FIELD_SEPARATOR!r}, which pycocoevalcap's "
+                    "METEOR would split into two references",
+                )
+        # pycocoevalcap's own clean-up of the candidate before it reaches the jar.
+        candidates.append(hypotheses[0].replace(FIELD_SEPARATOR, "").replace("  ", " "))
+        references.append(list(refs))
+    return candidates, references
+
+
+class Meteor:
+    """METEOR 1.5 (English, ``-norm``) as pycocoevalcap's ``Meteor``, in pure Python.
+
+    The first instance in a process reads METEOR's data from the installed
+    pycocoevalcap (building the paraphrase index on first use, see
+    ``capsim.eval.meteor.resources``); later instances share it.
+    """
+
+    def __init__(self) -> None:
+        files = resources.locate_files()
+        self._data = resources.jar_data(files.jar)
+        self._lexicon = _lexicon(files.jar)
+        self._phrases = _phrases(files.paraphrases)
+
+    def method(self) -> str:
+        return "METEOR"
+
+    def compute_score(self, gts: References, res: Candidates) -> tuple[float, list[float]]:
+        """Returns (corpus METEOR, per-caption METEOR in the order of ``gts``)."""
+        candidates, references = _checked_inputs(gts, res)
+        sentences = self._sentences({*candidates, *(r for refs in references for r in refs)})
+        reach = self._phrases.within([s.phrases for s in sentences.values()])
+        stats = [
+            self._caption_stats(sentences[c], [sentences[r] for r in refs], reach)
+            for c, refs in zip(candidates, references, strict=True)
+        ]
+        scores = [meteor_from_stats(s) for s in stats]
+        return meteor_from_stats(corpus_stats(stats)), scores
+
+    def _sentences(self, texts: set[str]) -> dict[str, matching.Sentence]:
+        """Each distinct caption normalized and prepared for the matchers, once."""
+        data = self._data
+        words = {text: normalize(text, data.prefixes, data.numeric_prefixes) for text in texts}
+        spans = self._phrases.spans(list(words.values()))
+        return {
+            text: matching.Sentence.of(tokens, self._lexicon, phrases)
+            for (text, tokens), phrases in zip(words.items(), spans, strict=True)
+        }
+
+    def _caption_stats(
+        self, test: matching.Sentence, refs: list[matching.Sentence], reach: dict
+    ) -> tuple[int, ...]:
+        """The statistics of the best-scoring reference (the first one on a tie)."""
+        best, best_score = None, -1.0
+        for ref in refs:
+            found = matching.candidates(test, ref, reach)
+            aligned = matching.align(len(test.words), len(ref.words), found)
+            stats = matching.statistics(test.words, ref.words, aligned, self._data.function_words)
+            score = meteor_from_stats(stats)
+            if score > best_score:
+                best, best_score = stats, score
+        return best
+
+
+@functools.cache
+def _lexicon(jar: Path) -> matching.Lexicon:
+    return matching.Lexicon(resources.jar_data(jar))
+
+
+@functools.cache
+def _phrases(source: Path) -> matching.Phrases:
+    return matching.Phrases(resources.paraphrase_index(source))

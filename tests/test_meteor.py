@@ -1,0 +1,333 @@
+"""Pure-Python METEOR 1.5 against pycocoevalcap's meteor-1.5.jar, the oracle wherever Java runs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import shutil
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from capsim.errors import CaptionError
+from capsim.eval.meteor import (
+    Meteor,
+    MeteorResourceError,
+    corpus_stats,
+    meteor_from_stats,
+    resources,
+)
+from capsim.eval.meteor.normalize import normalize
+
+TOLERANCE = 1e-6
+GOLDEN_FILE = "golden/pycocoevalcap_flickr8k_expert.json"
+
+# Measured on the full sets (bench/meteor_agreement.py): about 98% of Flickr8k-Expert
+# and 96% of COCO captions equal the jar to 1e-6; the floors leave room for sampling.
+REAL_AGREEMENT_FLOOR = {"flickr8k": 0.95, "coco": 0.90}
+GOLDEN_AGREEMENT_FLOOR = 0.96
+CORPUS_TOLERANCE = 1e-3
+
+AWKWARD = {
+    "punctuation": (
+        "A man, in a red-and-white shirt, rides a bike; the crowd cheers!",
+        ["A man (wearing red) rides his bicycle.", "The crowd cheers: a cyclist in red!"],
+    ),
+    "hyphens": (
+        "A well-known state-of-the-art x-ray machine -- on a half-pipe.",
+        ["A well known state of the art X-ray machine", "an x ray machine on a half pipe"],
+    ),
+    "numbers": (
+        "3 dogs and 1,000 birds at 12:30 on 5/6, 2nd place, 50% off $5.99",
+        ["Three dogs and 1000 birds at 12 : 30", "2 dogs, 1,000 birds, 50 % off, $ 5.99"],
+    ),
+    "repeated_words": (
+        "a dog a dog a dog runs runs with a dog",
+        ["a dog runs with a dog", "dogs run with a dog and a dog"],
+    ),
+    "empty_candidate": ("", ["a cat sits on a mat", "a mat"]),
+    "one_word_candidate": ("dog", ["a dog runs in the park"]),
+    "equal_to_a_reference": (
+        "A child plays with a red ball in the garden.",
+        ["A child plays with a red ball in the garden.", "a kid in a garden", "a ball"],
+    ),
+    "non_ascii": (
+        "Un café crème à Zürich — naïve “smart” quotes’ test 中文 😀",
+        ["A café in Zürich with naïve quotes", "cafe creme a zurich"],
+    ),
+    "abbreviations": (
+        "Mr. Smith and Dr. Jones met at the U.S. Army base, etc.",
+        ["Mr. Smith met Dr. Jones at a U.S. base."],
+    ),
+    "apostrophes": (
+        "It's the dog's bone, isn't it? The dogs' bowls aren't full.",
+        ["It is the dog 's bone", "the dogs ' bowls are not full"],
+    ),
+    "separator_in_candidate": ("a dog ||| on the grass", ["a dog on the grass"]),
+    "stem_only": ("the runners jumped", ["the runner jumps"]),
+    "synonym_only": ("a big automobile", ["a big car"]),
+    "paraphrase_only": ("a man is playing the guitar", ["a person plays a guitar"]),
+    # The jar keeps no match here: ambiguous stems and synonyms that would start chunks.
+    "unanchored_stems_and_synonyms": ("the runner jumped quickly", ["runners jump quick"]),
+}
+
+# Tokens printed by `meteor-1.5.jar -norm -writeAlignments` for these lines.
+NORMALIZED = {
+    "Hello, World! It's a dog's life -- isn't it?": "hello , world ! it 's a dog 's life - isn 't it ?",
+    "A baby cries in a woman 's arms .": "a baby cries in a woman ' s arms .",
+    "U.S.A. and Mr. Smith vs. Dr. Jones etc. e.g. i.e.": "usa and mr. smith vs. dr. jones etc. eg ie",
+    "mr. Smith, No. 5 and no. 6": "mr . smith , no. 5 and no . 6",
+    "a-b-c well-known 3-4 -3 a--b": "a b-c well known 3 4 -3 a b",
+    "1,000 1, 000 a,b,c 3.5 5.": "1,000 1 , 000 a , b,c 3.5 5 .",
+    "...leading and trailing...": "... leading and trailing ...",
+    "ΑΒΓ Привет 日本語 😀😃 café": "α β γ привет 日 本 語 😀 😃 café",
+    "’curly’ “double” ``tex''": '\' curly \' " double " " tex "',
+    "a\u00a0b\tc\u3000d": "a b c d",
+    "a–b": "a - b",
+    "&amp; AT&T a/b": "& amp ; at & t a / b",
+}
+
+
+def _meteor_or_skip() -> Meteor:
+    try:
+        return Meteor()
+    except MeteorResourceError as error:
+        pytest.skip(str(error))
+
+
+@pytest.fixture(scope="module")
+def meteor() -> Meteor:
+    return _meteor_or_skip()
+
+
+@pytest.fixture(scope="module")
+def jar_meteor():
+    """pycocoevalcap's Meteor (Java): one JVM for the module, as users run it."""
+    if shutil.which("java") is None:
+        pytest.skip("the jar oracle needs Java on PATH")
+    pytest.importorskip("pycocoevalcap", reason="the jar oracle needs pycocoevalcap==1.2")
+    from pycocoevalcap.meteor.meteor import Meteor as JarMeteor
+
+    scorer = JarMeteor()
+    yield scorer
+    del scorer  # its __del__ stops the JVM
+
+
+def _agreement(jar_scores, our_scores) -> np.ndarray:
+    return np.abs(np.asarray(jar_scores) - np.asarray(our_scores))
+
+
+@pytest.mark.parametrize("text", list(NORMALIZED))
+def test_normalization_matches_the_jar(meteor, text):
+    data = resources.jar_data(resources.locate_files().jar)
+    assert " ".join(normalize(text, data.prefixes, data.numeric_prefixes)) == NORMALIZED[text]
+
+
+def test_score_formula_matches_the_jar_on_known_statistics():
+    # Statistics and scores printed by the jar (SCORE then EVAL lines).
+    stats = {
+        "shorter": [3, 4, 1, 1, 2, 2, 1, 1] + [0] * 12 + [1, 3, 3],
+        "longer": [4, 3, 1, 1, 2, 2, 1, 1] + [0] * 12 + [1, 3, 3],
+        "perfect": [2, 2, 1, 1, 1, 1, 1, 1] + [0] * 12 + [1, 2, 2],
+        "extra_word": [3, 2, 2, 1, 1, 1, 1, 1] + [0] * 12 + [1, 2, 2],
+    }
+    expected = {
+        "shorter": 0.3799461194352912,
+        "longer": 0.48704502558483637,
+        "perfect": 1.0,
+        "extra_word": 0.46040449351549445,
+    }
+    for name, value in expected.items():
+        assert meteor_from_stats(stats[name]) == pytest.approx(value, abs=1e-12)
+    assert meteor_from_stats([0, 3, 0, 1] + [0] * 19) == 0.0  # an empty candidate
+    # The jar's EVAL over the four lines: its own aggregate, not their mean (0.5817),
+    # in which the perfect line adds no chunk (a plain sum would give 0.4378).
+    corpus = corpus_stats(list(stats.values()))
+    assert corpus[-3] == 3
+    assert meteor_from_stats(corpus) == pytest.approx(0.46221706839461557, abs=1e-12)
+
+
+def test_awkward_inputs_equal_the_jar(meteor, jar_meteor):
+    """Hand-made hard cases (one to three references per id), each to 1e-6, and the corpus."""
+    gts = {name: refs for name, (_, refs) in AWKWARD.items()}
+    res = {name: [candidate] for name, (candidate, _) in AWKWARD.items()}
+    jar_corpus, jar_scores = jar_meteor.compute_score(gts, res)
+    corpus, scores = meteor.compute_score(gts, res)
+    assert dict(zip(gts, scores, strict=True)) == pytest.approx(
+        dict(zip(gts, jar_scores, strict=True)), abs=TOLERANCE
+    )
+    assert corpus == pytest.approx(jar_corpus, abs=TOLERANCE)
+    assert corpus != pytest.approx(np.mean(scores), abs=TOLERANCE)  # an aggregate, not a mean
+    assert scores[list(gts).index("stem_only")] > 0
+    assert scores[list(gts).index("paraphrase_only")] > 0
+
+
+def _long_captions(data: Path, count: int) -> tuple[dict, dict]:
+    """60-odd-token candidates: four COCO captions of an image run together."""
+    by_image: dict[int, list[str]] = {}
+    for row in json.loads((data / "coco" / "captions_val2017.json").read_text())["annotations"]:
+        by_image.setdefault(row["image_id"], []).append(" ".join(row["caption"].split()))
+    gts, res = {}, {}
+    for image, captions in sorted(by_image.items()):
+        if len(captions) >= 5 and len(res) < count:
+            res[image] = [" ".join(captions[:4] + captions[:1])]
+            gts[image] = [captions[4], captions[1]]
+    return gts, res
+
+
+def test_long_captions_agree_with_the_jar(meteor, jar_meteor, shared_data):
+    gts, res = _long_captions(shared_data, 30)
+    assert min(len(c.split()) for (c,) in res.values()) >= 40
+    assert max(len(c.split()) for (c,) in res.values()) >= 60
+    jar_corpus, jar_scores = jar_meteor.compute_score(gts, res)
+    corpus, scores = meteor.compute_score(gts, res)
+    assert np.mean(_agreement(jar_scores, scores) <= TOLERANCE) >= REAL_AGREEMENT_FLOOR["coco"]
+    assert corpus == pytest.approx(jar_corpus, abs=10 * CORPUS_TOLERANCE)
+
+
+def _flickr8k_expert(data: Path, count: int) -> tuple[dict, dict]:
+    from capsim.eval.judgment_sets import load_set
+
+    pairs: dict[tuple[str, str], tuple[str, ...]] = {}
+    for judgment in load_set("flickr8k_expert", data / "flickr8k"):
+        pairs.setdefault((judgment.image_id, judgment.candidate), judgment.references)
+    chosen = sorted(pairs.items())[:: max(1, len(pairs) // count)][:count]
+    gts = {f"{image}/{n}": list(refs) for n, ((image, _), refs) in enumerate(chosen)}
+    res = {f"{image}/{n}": [cand] for n, ((image, cand), _) in enumerate(chosen)}
+    return gts, res
+
+
+def _coco_leave_one_out(data: Path, count: int) -> tuple[dict, dict]:
+    """Each COCO caption against the other captions of its image (line breaks flattened)."""
+    by_image: dict[int, list[dict]] = {}
+    for row in json.loads((data / "coco" / "captions_val2017.json").read_text())["annotations"]:
+        by_image.setdefault(row["image_id"], []).append(row)
+    gts, res = {}, {}
+    for rows in list(by_image.values())[:: max(1, len(by_image) // count)]:
+        row = rows[0]
+        res[row["id"]] = [" ".join(row["caption"].split())]
+        gts[row["id"]] = [" ".join(r["caption"].split()) for r in rows[1:]]
+    return gts, res
+
+
+@pytest.mark.parametrize("name", ["flickr8k", "coco"])
+def test_real_captions_agree_with_the_jar(meteor, jar_meteor, shared_data, name):
+    reader = _flickr8k_expert if name == "flickr8k" else _coco_leave_one_out
+    gts, res = reader(shared_data, 300)
+    assert len(res) >= 250
+    jar_corpus, jar_scores = jar_meteor.compute_score(gts, res)
+    corpus, scores = meteor.compute_score(gts, res)
+    assert np.mean(_agreement(jar_scores, scores) <= TOLERANCE) >= REAL_AGREEMENT_FLOOR[name]
+    assert corpus == pytest.approx(jar_corpus, abs=CORPUS_TOLERANCE)
+
+
+@pytest.mark.slow
+def test_every_flickr8k_expert_caption_agrees_with_the_jar(meteor, jar_meteor, shared_data):
+    gts, res = _flickr8k_expert(shared_data, 10**6)
+    assert len(res) > 5000
+    jar_corpus, jar_scores = jar_meteor.compute_score(gts, res)
+    corpus, scores = meteor.compute_score(gts, res)
+    assert np.mean(_agreement(jar_scores, scores) <= TOLERANCE) >= 0.97
+    assert corpus == pytest.approx(jar_corpus, abs=CORPUS_TOLERANCE)
+
+
+def test_golden_pycocoevalcap_values(meteor, shared_data):
+    """Java-free: the stored pycocoevalcap 1.2 METEOR of every fourth Flickr8k-Expert pair."""
+    rows = json.loads((shared_data / GOLDEN_FILE).read_text())["rows"][::4]
+    gts = {row["key"]: row["references"] for row in rows}
+    res = {row["key"]: [row["candidate"]] for row in rows}
+    _, scores = meteor.compute_score(gts, res)
+    differences = _agreement([row["METEOR"] for row in rows], scores)
+    assert np.mean(differences <= TOLERANCE) >= GOLDEN_AGREEMENT_FLOOR
+
+
+def test_scores_follow_the_order_of_gts(meteor):
+    gts = {"b": ["a cat sleeps"], "a": ["a dog runs on the grass"]}
+    res = {"a": ["a dog runs"], "b": ["a cat"]}
+    _, scores = meteor.compute_score(gts, res)
+    _, alone = meteor.compute_score({"b": gts["b"]}, {"b": res["b"]})
+    assert scores[0] == alone[0]
+
+
+@pytest.mark.parametrize(
+    ("gts", "res", "message"),
+    [
+        ({"a": ["x"]}, {"a": ["x"], "b": ["y"]}, r"caption 'b': has a candidate in res but no"),
+        (
+            {"a": ["x"], 7: ["y"]},
+            {"a": ["x"]},
+            r"caption 7: has references in gts but no candidate",
+        ),
+        ({"a": ["x"]}, {"a": [3]}, r"caption 'a': captions must be strings, got 3"),
+        ({"a": ["x", None]}, {"a": ["x"]}, r"caption 'a': captions must be strings, got None"),
+        ({"a": ["x"]}, {"a": ["x", "y"]}, r"caption 'a': res must map it to a list with one"),
+        ({"a": ["x"]}, {"a": "x"}, r"caption 'a': res must map it to a list with one"),
+        ({"a": []}, {"a": ["x"]}, r"caption 'a': gts must map it to a non-empty list"),
+        ({"a": "x y"}, {"a": ["x"]}, r"caption 'a': gts must map it to a non-empty list"),
+        ({"a": ["x ||| y"]}, {"a": ["x"]}, r"caption 'a': reference 'x \|\|\| y' holds '\|\|\|'"),
+        ({"a": ["x"]}, {"a": ["x\ny"]}, r"caption 'a': caption 'x\\ny' holds a line break"),
+    ],
+)
+def test_bad_inputs_name_the_caption(meteor, gts, res, message):
+    with pytest.raises(CaptionError, match=message):
+        meteor.compute_score(gts, res)
+
+
+def test_empty_input_is_refused(meteor):
+    with pytest.raises(ValueError, match="gts is empty"):
+        meteor.compute_score({}, {})
+
+
+def test_missing_pycocoevalcap_names_the_install(monkeypatch):
+    monkeypatch.setattr(resources.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(MeteorResourceError, match=r"pip install pycocoevalcap==1\.2"):
+        Meteor()
+
+
+def test_missing_data_file_names_the_file_and_the_install(monkeypatch, tmp_path):
+    (tmp_path / "meteor").mkdir()
+
+    spec = types.SimpleNamespace(submodule_search_locations=[str(tmp_path)])
+    monkeypatch.setattr(resources.importlib.util, "find_spec", lambda name: spec)
+    with pytest.raises(
+        MeteorResourceError, match=r"meteor-1\.5\.jar is missing.*pycocoevalcap==1\.2"
+    ):
+        resources.locate_files()
+
+
+def _write_table(path: Path, lines: list[tuple[str, str]]) -> None:
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        for source, target in lines:
+            handle.write(f"0.5\n{source}\n{target}\n")
+
+
+def test_paraphrase_index_is_cached_on_disk_and_rebuilt_when_its_source_changes(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setenv(resources.CACHE_ENV, str(tmp_path / "cache"))
+    source = tmp_path / "paraphrase-en.gz"
+    _write_table(source, [("a big dog", "a large dog"), ("big", "large"), ("large", "big")])
+    build = resources.paraphrase_index.__wrapped__  # the on-disk cache, not the in-process one
+    index = build(source)
+    ids = index.ids(resources.phrase_hashes(["big", "large", "a big dog", "absent"]))
+    assert ids[3] == -1 and min(ids[:3]) >= 0
+    sources, targets, _ = index.links(ids[:3])
+    big, large = int(ids[0]), int(ids[1])
+    assert set(zip(sources.tolist(), targets.tolist(), strict=True)) == {(big, large), (large, big)}
+    assert index.max_words == 3
+    folder = next((tmp_path / "cache").iterdir())
+    manifest = json.loads((folder / "paraphrase.json").read_text())
+    assert manifest["size"] == source.stat().st_size and len(manifest["sha256"]) == 64
+
+    built = {p.name: p.stat().st_mtime_ns for p in folder.glob("*.npy")}
+    os.utime(source)  # touched, unchanged: the index is reused
+    assert build(source).max_words == 3
+    assert {p.name: p.stat().st_mtime_ns for p in folder.glob("*.npy")} == built
+
+    _write_table(source, [("a big brown dog", "a dog"), ("big", "large")])  # changed: rebuilt
+    rebuilt = build(source)
+    assert rebuilt.max_words == 4
+    assert json.loads((folder / "paraphrase.json").read_text())["sha256"] != manifest["sha256"]
