@@ -64,8 +64,8 @@ def load_sources(
     """
     root = Path(data.data_dir).expanduser()
     dev_sets = tuple(data.get("dev_sets", ()))
-    if "flickr" in dev_sets:
-        _check_flickr30k_against_flickr8k_test(root)
+    if "flickr" in dev_sets and not any(n.startswith("flickr30k") for n in data.sources):
+        _check_flickr30k_against_flickr8k_test(root)  # else read_sources checks it
     merged, counts = read_sources(data)
     dev = {}
     for name in dev_sets:
