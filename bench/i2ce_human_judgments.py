@@ -1,5 +1,8 @@
 """I2CE against human judgments on Flickr8k-Expert, beside BLEU, ROUGE-L, CIDEr and METEOR.
 
+METEOR is capsim's Python METEOR 1.5; where Java is present the jar's METEOR
+is put beside it, on the same tokenised text, to show the two agree.
+
     python bench/i2ce_human_judgments.py --data_dir ../shared/data [--epochs 8] [--parallel 4]
 
 Trains each I2CE variant (``python -m i2ce_jax.train`` in a subprocess, up to
@@ -34,6 +37,7 @@ import numpy as np
 from bench import minilm
 from bench.harness import update_section
 from capsim.eval import judgment_harness
+from capsim.eval.coco_metrics import compute_meteor, meteor_available
 from capsim.eval.correlation import format_table
 from capsim.eval.judgment_sets import load_set
 from capsim.eval.pooling import pool_similarities
@@ -177,6 +181,8 @@ def main() -> None:
     for metric, reason in skipped.items():
         print(f"{metric}: not reported ({reason})")
     gts_tok, res_tok = pairs.tokenized()
+    if meteor_available("jar"):  # the jar beside capsim's Python METEOR, once, in the same run
+        scores["METEOR (jar, Java)"] = compute_meteor(gts_tok, res_tok, engine="jar")
     scores["TFIDF-top3"] = TfidfCosine(pooling="top-3").compute_score(gts_tok, res_tok)[1]
     if minilm.available():  # the text-only neural metric a user would pick instead
         sims, mask = minilm.MiniLMScorer().similarities(pairs.gts, pairs.res)

@@ -14,8 +14,8 @@ categories (PASCAL-50S: HC/HI/HM/MM, each reported too).
 ``--references NAME=FILE`` gives a set its references: a JSON object (image id
 -> list of captions, as for i2ce_jax.score) or a Flickr8k token file. Flickr8k
 candidates that are one of their image's references are skipped (CLIPScore
-protocol). Each statistic is × 100. METEOR runs when Java and pycocoevalcap are
-present, and is reported as missing otherwise. A table is printed per set and
+protocol). Each statistic is × 100. METEOR is capsim's Python METEOR 1.5 (no Java;
+its data files come with pycocoevalcap) and is reported as missing without them. A table is printed per set and
 everything is written to ``--out`` (replaced atomically).
 """
 
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--checkpoint", default=None, help="an I2CE training workdir instead")
     parser.add_argument("--references", action="append", default=[], metavar="NAME=FILE")
-    parser.add_argument("--no_meteor", action="store_true", help="skip METEOR even with Java")
+    parser.add_argument("--no_meteor", action="store_true", help="skip METEOR")
     parser.add_argument("--out", default="i2ce_evaluation.json")
     args = parser.parse_args(argv)
     specs = parse_specs(args.judgments)

@@ -1,4 +1,4 @@
-"""The COCO metric bundle: METEOR through pycocoevalcap when it can run, clear reasons when not."""
+"""The COCO metric bundle: METEOR in Python (the jar as its oracle), clear reasons when not."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from capsim.eval.coco_metrics import (
     meteor_available,
     spice_unavailable_reason,
 )
+from capsim.eval.meteor import MeteorResourceError, resources
 from capsim.eval.ngram import compute_ngram_metrics
 
 GOLDEN_FILE = "golden/pycocoevalcap_flickr8k_expert.json"
@@ -29,7 +30,10 @@ GTS = {"a": ["a dog runs on the grass", "a brown dog is running"], "b": ["a cat 
 RES = {"a": ["a dog runs"], "b": ["the cat is asleep"]}
 
 requires_meteor = pytest.mark.skipif(
-    not meteor_available(), reason="METEOR needs Java on PATH and pycocoevalcap installed"
+    not meteor_available(), reason="METEOR's data files come with pycocoevalcap"
+)
+requires_jar = pytest.mark.skipif(
+    not meteor_available("jar"), reason="the jar needs Java on PATH and pycocoevalcap installed"
 )
 
 
@@ -38,21 +42,40 @@ def without_java(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name, *args, **kwargs: None)
 
 
-def test_meteor_unavailable_without_java(without_java):
-    assert not meteor_available()
+@pytest.fixture
+def without_meteor_files(monkeypatch):
+    def missing():
+        raise MeteorResourceError(
+            f"METEOR needs pycocoevalcap's data files: {resources.INSTALL_HINT}"
+        )
+
+    monkeypatch.setattr(resources, "locate_files", missing)
+
+
+def test_python_meteor_needs_no_java(without_java):
+    assert not meteor_available("jar")
     with pytest.raises(MetricUnavailable, match=r"missing: Java \('java' is not on PATH"):
-        compute_meteor(GTS, RES)
+        compute_meteor(GTS, RES, engine="jar")
+    if meteor_available():
+        scores, skipped = compute_caption_metrics(GTS, RES)
+        assert "METEOR" not in skipped and scores["METEOR"].shape == (2,)
 
 
-def test_caption_metrics_report_skipped_meteor_and_spice(without_java):
+def test_caption_metrics_report_skipped_meteor_and_spice(without_meteor_files):
+    assert not meteor_available()
     scores, skipped = compute_caption_metrics(GTS, RES)
     assert set(scores) == NGRAM_METRICS
     expected = compute_ngram_metrics(GTS, RES)
     for name in NGRAM_METRICS:
         np.testing.assert_array_equal(scores[name], expected[name])
-    assert skipped["METEOR"].startswith("METEOR needs pycocoevalcap's meteor-1.5.jar run by Java")
+    assert skipped["METEOR"].startswith("METEOR needs pycocoevalcap's data files: pip install")
     assert skipped["SPICE"] == spice_unavailable_reason()
     assert "CoreNLP" in skipped["SPICE"]
+
+
+def test_unknown_meteor_engine_is_an_error():
+    with pytest.raises(ValueError, match="unknown METEOR engine 'perl'"):
+        compute_meteor(GTS, RES, engine="perl")
 
 
 def test_meteor_can_be_left_out_on_request(monkeypatch):
@@ -71,17 +94,29 @@ def test_bad_inputs_fail_before_any_metric_runs(without_java):
 
 
 @requires_meteor
-def test_meteor_rejects_captions_that_break_its_line_protocol():
+@pytest.mark.parametrize("engine", ["python", "jar"])
+def test_meteor_rejects_captions_that_break_its_line_protocol(engine):
     with pytest.raises(CaptionError, match=r"caption 'b'.*'\|\|\|'"):
-        compute_meteor(GTS, {"a": ["a dog"], "b": ["a ||| cat"]})
+        compute_meteor(GTS, {"a": ["a dog"], "b": ["a ||| cat"]}, engine=engine)
 
 
-@requires_meteor
-def test_meteor_matches_golden_values(shared_data):
+def golden_rows(shared_data) -> tuple[dict, dict, np.ndarray]:
     rows = json.loads((shared_data / GOLDEN_FILE).read_text())["rows"][METEOR_ROWS]
     gts = {row["key"]: row["references"] for row in rows}
     res = {row["key"]: [row["candidate"]] for row in rows}
+    return gts, res, np.array([row["METEOR"] for row in rows])
+
+
+@requires_meteor
+def test_caption_metrics_meteor_is_python_and_matches_golden_values(shared_data, without_java):
+    gts, res, expected = golden_rows(shared_data)
     scores, skipped = compute_caption_metrics(gts, res)
     assert "METEOR" not in skipped
-    expected = np.array([row["METEOR"] for row in rows])
     np.testing.assert_allclose(scores["METEOR"], expected, rtol=0, atol=METEOR_TOLERANCE)
+
+
+@requires_jar
+def test_jar_meteor_matches_golden_values(shared_data):
+    gts, res, expected = golden_rows(shared_data)
+    scores = compute_meteor(gts, res, engine="jar")
+    np.testing.assert_allclose(scores, expected, rtol=0, atol=METEOR_TOLERANCE)

@@ -25,9 +25,9 @@ from capsim.eval.meteor.normalize import normalize
 TOLERANCE = 1e-6
 GOLDEN_FILE = "golden/pycocoevalcap_flickr8k_expert.json"
 
-# Measured on the full sets (bench/meteor_agreement.py): about 98% of Flickr8k-Expert
-# and 96% of COCO captions equal the jar to 1e-6; the floors leave room for sampling.
-REAL_AGREEMENT_FLOOR = {"flickr8k": 0.95, "coco": 0.90}
+# Measured on the full sets (bench/meteor_agreement.py): about 98.5% of Flickr8k-Expert
+# and 97.7% of COCO captions equal the jar to 1e-6; the floors leave room for sampling.
+REAL_AGREEMENT_FLOOR = {"flickr8k": 0.96, "coco": 0.94}
 GOLDEN_AGREEMENT_FLOOR = 0.96
 CORPUS_TOLERANCE = 1e-3
 
@@ -230,7 +230,7 @@ def test_every_flickr8k_expert_caption_agrees_with_the_jar(meteor, jar_meteor, s
     assert len(res) > 5000
     jar_corpus, jar_scores = jar_meteor.compute_score(gts, res)
     corpus, scores = meteor.compute_score(gts, res)
-    assert np.mean(_agreement(jar_scores, scores) <= TOLERANCE) >= 0.97
+    assert np.mean(_agreement(jar_scores, scores) <= TOLERANCE) >= 0.98
     assert corpus == pytest.approx(jar_corpus, abs=CORPUS_TOLERANCE)
 
 

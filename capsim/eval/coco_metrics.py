@@ -1,8 +1,10 @@
 """The COCO caption metrics in one call, saying which could not run and why.
 
 BLEU, ROUGE-L and CIDEr come from capsim.eval.ngram (pure Python/NumPy).
-METEOR has no faithful reimplementation here: it needs pycocoevalcap's
-meteor-1.5.jar and Java. SPICE is never offered, because pycocoevalcap's
+METEOR 1.5 comes from capsim.eval.meteor (pure Python, no Java), which reads
+METEOR's data files from the installed pycocoevalcap; ``engine="jar"`` runs
+pycocoevalcap's meteor-1.5.jar through Java instead, as the oracle the Python
+one is checked against. SPICE is never offered, because pycocoevalcap's
 SPICE downloads Stanford CoreNLP on first use and this library must work
 offline. Skipped metrics are reported, not silently dropped from tables.
 """
@@ -11,10 +13,12 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
+from typing import Literal
 
 import numpy as np
 
 from capsim.errors import CaptionError
+from capsim.eval import meteor
 from capsim.eval.ngram import Candidates, References, compute_ngram_metrics, paired_captions
 
 JAVA_EXECUTABLE = "java"
@@ -23,11 +27,23 @@ PYCOCOEVALCAP_MODULE = "pycocoevalcap"
 METEOR_FIELD_SEPARATOR = "|||"
 
 
+MeteorEngine = Literal["python", "jar"]
+
+
 class MetricUnavailable(RuntimeError):
     """A metric cannot run in this environment (missing Java or package)."""
 
 
-def _meteor_unavailable_reason() -> str | None:
+def meteor_unavailable_reason(engine: MeteorEngine = "python") -> str | None:
+    """Why METEOR cannot run with ``engine`` here, or None when it can."""
+    if engine == "python":
+        try:
+            meteor.resources.locate_files()
+        except meteor.MeteorResourceError as error:
+            return str(error)
+        return None
+    if engine != "jar":
+        raise ValueError(f"unknown METEOR engine {engine!r}; known: 'python', 'jar'")
     missing = []
     if shutil.which(JAVA_EXECUTABLE) is None:
         missing.append("Java ('java' is not on PATH; install a JRE)")
@@ -38,9 +54,9 @@ def _meteor_unavailable_reason() -> str | None:
     return "METEOR needs pycocoevalcap's meteor-1.5.jar run by Java; missing: " + ", ".join(missing)
 
 
-def meteor_available() -> bool:
-    """True when Java is on PATH and pycocoevalcap is importable."""
-    return _meteor_unavailable_reason() is None
+def meteor_available(engine: MeteorEngine = "python") -> bool:
+    """True when METEOR's data files are installed (``jar``: and Java is on PATH)."""
+    return meteor_unavailable_reason(engine) is None
 
 
 def spice_unavailable_reason() -> str:
@@ -51,13 +67,15 @@ def spice_unavailable_reason() -> str:
     )
 
 
-def compute_meteor(gts: References, res: Candidates) -> np.ndarray:
-    """Per-caption METEOR 1.5 from pycocoevalcap, in the order of ``res``.
+def compute_meteor(gts: References, res: Candidates, engine: MeteorEngine = "python") -> np.ndarray:
+    """Per-caption METEOR 1.5, in the order of ``res``: capsim's Python METEOR, or
+    pycocoevalcap's jar through Java with ``engine="jar"``.
 
-    Raises MetricUnavailable when Java or pycocoevalcap is missing, and
-    CaptionError for a caption that would corrupt METEOR's line protocol.
+    Raises MetricUnavailable when the data files (or, for the jar, Java) are
+    missing, and CaptionError for a caption that would corrupt METEOR's line
+    protocol.
     """
-    reason = _meteor_unavailable_reason()
+    reason = meteor_unavailable_reason(engine)
     if reason is not None:
         raise MetricUnavailable(reason)
     ids, candidates, references = paired_captions(gts, res)
@@ -69,10 +87,12 @@ def compute_meteor(gts: References, res: Candidates) -> np.ndarray:
                     f"caption {text!r} holds a line break or {METEOR_FIELD_SEPARATOR!r}, "
                     "which METEOR's protocol cannot carry",
                 )
-    from pycocoevalcap.meteor.meteor import Meteor
-
     meteor_gts = dict(zip(ids, references, strict=True))
     meteor_res = {caption_id: [text] for caption_id, text in zip(ids, candidates, strict=True)}
+    if engine == "python":
+        return np.asarray(meteor.Meteor().compute_score(meteor_gts, meteor_res)[1], np.float64)
+    from pycocoevalcap.meteor.meteor import Meteor
+
     scorer = Meteor()
     try:
         _, scores = scorer.compute_score(meteor_gts, meteor_res)
@@ -84,14 +104,15 @@ def compute_meteor(gts: References, res: Candidates) -> np.ndarray:
 def compute_caption_metrics(
     gts: References, res: Candidates, *, include_meteor: bool = True
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Per-caption BLEU-1..4, ROUGE-L, CIDEr and, when it can run, METEOR.
+    """Per-caption BLEU-1..4, ROUGE-L, CIDEr and, when its data files are installed,
+    METEOR (capsim's Python METEOR: no Java).
 
     Returns (metric -> per-caption scores in the order of ``res``, metric ->
     reason it was skipped). SPICE is always among the skipped.
     """
     scores = compute_ngram_metrics(gts, res)
     skipped = {"SPICE": spice_unavailable_reason()}
-    meteor_reason = _meteor_unavailable_reason()
+    meteor_reason = meteor_unavailable_reason()
     if not include_meteor:
         skipped["METEOR"] = "not requested (include_meteor=False)"
     elif meteor_reason is not None:

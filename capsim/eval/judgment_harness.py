@@ -78,7 +78,7 @@ def group_judgments(judgments: Sequence[Judgment]) -> JudgedPairs:
 def ngram_metric_scores(
     pairs: JudgedPairs | PreferencePairs, include_meteor: bool = True
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """BLEU-1..4, ROUGE-L, CIDEr (and METEOR with Java) per candidate, all in one call."""
+    """BLEU-1..4, ROUGE-L, CIDEr and METEOR (capsim's Python METEOR) per candidate, in one call."""
     gts, res = metric_tokenized(pairs.gts, pairs.res)
     return compute_caption_metrics(gts, res, include_meteor=include_meteor)
 
@@ -182,7 +182,7 @@ def evaluate_judgments(
     """(per metric: the set's statistics × 100, metrics that could not run and why).
 
     The metrics are I2CE-style ``compute_score`` ("I2CE") beside BLEU-1..4,
-    ROUGE-L, CIDEr and METEOR (when Java is present), all on the same pairs.
+    ROUGE-L, CIDEr and METEOR (capsim's Python METEOR, no Java), all on the same pairs.
     """
     pairwise = judgment_set(name).protocol is JudgmentProtocol.PAIRWISE
     if pairwise:

@@ -18,13 +18,16 @@ branches on each compatible candidate starting there (in the jar's order:
 exact, stem, synonym, then paraphrases) and on skipping it, except that a
 candidate which is the only one covering each of its words is always taken.
 Partial alignments are ranked by (matched words minus two per non-exact
-match, fewest chunks, most matched words, most exactly matched words), a
-stable sort keeps the best BEAM_SIZE, and the best at the end wins. This
-reproduces the jar's statistics on about 98% of (candidate, reference)
-pairs. The rest differ where the jar avoids an exact match at the same
-position in both sentences when another occurrence of the word is free (a
-preference visible in probes but not reducible to a ranking rule here), and
-in how it weighs a multi-word paraphrase against the exact matches inside it.
+match, fewest chunks, most matched words with exact ones counted twice),
+a stable sort keeps the best BEAM_SIZE (so remaining ties go to the match
+met first), and the best at the end wins. Counting exact words twice, with
+no further tie-break, is what lets the jar's choice of an exact match over
+an equally ranked paraphrase covering more words come out; it makes about
+98.5% of Flickr8k-Expert and 97.7% of COCO captions equal the jar. The rest
+differ where the jar avoids an exact match at the same position in both
+sentences when another occurrence of the word is free (a preference visible
+in probes but not reducible to a ranking rule here), and in how it weighs a
+multi-word paraphrase against the exact matches inside it.
 """
 
 from __future__ import annotations
@@ -238,7 +241,7 @@ def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
         return [Match(i, tl, j, rl, module) for j, _, i, tl, rl, module in found]
     # A partial alignment: (rank key, last match, the partial it grew from, test mask,
     # ref mask, words, exact words, non-exact matches, chunks, end of its last match).
-    beam = [((0, 0, 0, 0), None, None, 0, 0, 0, 0, 0, 0, (-1, -1))]
+    beam = [((0, 0, 0), None, None, 0, 0, 0, 0, 0, 0, (-1, -1))]
     start = 0
     while start < len(found):
         stop = start + 1
@@ -263,7 +266,7 @@ def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
                 n = inexact if is_exact else inexact + 1
                 c = chunks if end == m_start else chunks + 1
                 grown.append(
-                    ((2 * n - w, c, -w, -e), m, partial, tmask | tm, rmask | rm, w, e, n, c, m_end)
+                    ((2 * n - w, c, -w - e), m, partial, tmask | tm, rmask | rm, w, e, n, c, m_end)
                 )
                 took = True
             if not (forced and took):
