@@ -44,3 +44,30 @@ def test_captions_of_one_image_side_by_side_retrieve_it_first():
     # All vectors equal: every tie goes against the query, so each ranks its image last.
     same = nearest_caption_retrieval(np.ones((6, 3)) / np.sqrt(3), images)
     assert same["r1"] == 0.0 and np.isclose(same["mrr"], 100 / 3)
+
+
+def test_retrain_bench_auc_is_the_trainers_pairs_and_auc():
+    from bench.i2ce_retrain import same_image_auc
+    from capsim.data.records import CaptionRecord
+    from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
+
+    texts = {f"img{i}": [f"caption {i} {k}" for k in range(5)] for i in range(12)}
+    records = [
+        CaptionRecord(image_id=image, caption_id=f"{image}/{k}", text=text, split="dev")
+        for image, captions in texts.items()
+        for k, text in enumerate(captions)
+    ]
+
+    class Scorer:  # a caption's vector: its image's direction plus a little caption noise
+        def embed(self, sentences):
+            out = []
+            for sentence in sentences:
+                _, image, k = sentence.split()
+                rng = np.random.default_rng(int(image) * 10 + int(k))
+                out.append(np.eye(12)[int(image)] + 0.8 * rng.normal(size=12))
+            return np.array(out)
+
+    row = same_image_auc(Scorer(), {"dev_a": records})
+    want = evaluate_same_diff(Scorer().embed, make_same_diff_pairs(texts))["auc"]
+    assert row["dev_a_auc"] == want == row["mean_auc"]
+    assert 50 < want < 100

@@ -82,6 +82,14 @@ def test_only_the_research_model_carries_flickr_text():
     assert "non-commercial" in "\n".join(card.splitlines()[:5])
 
 
+def test_no_packaged_model_trained_on_the_karpathy_test_split():
+    # Trained with the guard on: the Karpathy COCO test images' captions were dropped.
+    for name in pretrained.NAMES:
+        data = pretrained.load(name)[2]["config"]["data"]
+        assert data.get("keep_karpathy_test") is False, (name, data)
+        assert "test" not in data.get("karpathy_splits", ()), name
+
+
 def test_checksums_match_the_model_card():
     card = MODEL_CARD.read_text()
     for name in pretrained.NAMES:
@@ -228,7 +236,7 @@ def test_rebuild_command_runs_at_runlocal_size(tmp_path, bidirectional):
         ]
     )
     encoder, vocab, meta = pretrained.load(out)
-    assert training_sources(meta) == ["coco", "coco_lines"]
+    assert training_sources(meta) == ["coco", "coco_lines", "coco_extra"]
     assert meta["loss"] == "infonce" and meta["embed_dim"] == 50  # GloVe 6B 50-d
     assert meta["bidirectional"] is bidirectional
     assert (encoder.backward_cell is not None) is bidirectional
