@@ -73,7 +73,7 @@ class StepFlops:
         return sum(self.training_parts(loop_bodies_once=True).values())
 
 
-def _rnn(
+def rnn_flops(
     prefix: str, batch: int, steps: int, in_dim: int, hidden: int, cell: str = "gru"
 ) -> StepFlops:
     """A GRU (3 gates, input projection hoisted out of the scan) or an LSTM (4 gates, both
@@ -95,7 +95,7 @@ def _text_tower(config: ml_collections.ConfigDict, batch: int, tokens: int) -> S
     if kind.startswith("bow"):  # a sum of word vectors: no product
         return StepFlops({})
     if kind in ("gru", "lstm"):
-        return _rnn("text", batch, tokens, model.embed_dim, model.dim, kind)
+        return rnn_flops("text", batch, tokens, model.embed_dim, model.dim, kind)
     if kind == "cnn":
         widths, features = tuple(model.encoder.widths), model.encoder.features
         convs = sum(matmul_flops(batch * tokens, w * model.embed_dim, features) for w in widths)
@@ -125,8 +125,8 @@ def i2ce_step_flops(config: ml_collections.ConfigDict, vocab_size: int) -> StepF
     semantic = config.loss.name != "none"
     encoded = batch * (2 if semantic and config.loss.pairing == "similar" else 1)
     return _combine(
-        _rnn("encoder", encoded, tokens, embed, hidden),
-        _rnn("decoder", batch, tokens - 1, embed, hidden),
+        rnn_flops("encoder", encoded, tokens, embed, hidden),
+        rnn_flops("decoder", batch, tokens - 1, embed, hidden),
         readout=matmul_flops(batch * (tokens - 1), hidden, vocab_size),
         similarity=matmul_flops(batch, hidden, batch) if semantic else 0,
     )

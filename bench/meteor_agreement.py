@@ -37,8 +37,9 @@ import time
 import numpy as np
 
 from bench import harness
+from capsim import cache
 from capsim.eval.judgment_sets import load_set
-from capsim.eval.meteor import Meteor, resources
+from capsim.eval.meteor import Meteor
 
 TOLERANCE = 1e-6
 FLICKR8K = harness.SHARED_DATA / "flickr8k"
@@ -144,7 +145,7 @@ def index_build_seconds() -> float:
             "r.paraphrase_index(r.locate_files().paraphrases)"
         )
         began = time.perf_counter()
-        env = {**os.environ, resources.CACHE_ENV: folder}
+        env = {**os.environ, cache.CACHE_ENV: folder}
         subprocess.run([sys.executable, "-c", script], check=True, env=env)
         return time.perf_counter() - began
 

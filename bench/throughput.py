@@ -38,12 +38,15 @@ import json
 
 from bench import flops, harness
 from bench.harness import update_section
+from bench.scoring_parts import details_section, measure_first_call, measure_scorer_parts
+from bench.scoring_suite import measure_suite, suite_available
 from bench.throughput_parts import measure_checkpoint_stall, measure_i2ce_parts, parts_table
 from bench.throughput_pipeline import COCO_IMAGES, measure_pipeline, pipeline_table
 from bench.throughput_scoring import (
     RESULTS_JSON,
     load_golden_pairs,
     measure_scoring,
+    scoring_table,
     write_scoring_results,
 )
 from bench.throughput_training import (
@@ -57,6 +60,7 @@ from bench.throughput_training import (
     training_table,
     use_every_core,
 )
+from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 
 SECTION = "## Throughput"
@@ -178,10 +182,19 @@ def main() -> None:
                 f"{args.golden} does not exist (pycocoevalcap golden rows: see shared/data)"
             )
         gts, res = load_golden_pairs(args.golden, limit=None)
-        rows = measure_scoring(
-            gts, res, rounds=args.rounds, scorer=I2CEScorer.pretrained(args.model)
+        scorer = I2CEScorer.pretrained(args.model)
+        rows = measure_scoring(gts, res, rounds=args.rounds, scorer=scorer)
+        print(scoring_table(rows), flush=True)
+        peak = flops.measured_matmul_peak(MATMUL_SIZE, repeats=10)
+        measured = {"parts": measure_scorer_parts(scorer, gts, res, rounds=args.rounds, peak=peak)}
+        if args.model == pretrained.DEFAULT and suite_available():
+            measured["suite"] = measure_suite(gts, res, rounds=args.rounds)
+            measured["first_call"] = measure_first_call(args.golden, rounds=args.rounds)
+        details = details_section(
+            measured["parts"], measured.get("suite"), measured.get("first_call")
         )
-        print(write_scoring_results(command, rows, args.model), flush=True)
+        print(details, flush=True)
+        write_scoring_results(command, rows, args.model, details, measured)
     if args.only == "score":
         return
     use_every_core()

@@ -150,7 +150,9 @@ def scoring_table(rows: Sequence[Mapping]) -> str:
     return "\n".join(lines)
 
 
-def write_scoring_results(command: str, rows: list[dict], model: str) -> str:
+def write_scoring_results(
+    command: str, rows: list[dict], model: str, details: str = "", measured: dict | None = None
+) -> str:
     """The "## Scoring throughput" section, and the score rows of throughput.json; another
     packaged model than the default gets a section and a JSON entry of its own."""
     table = scoring_table(rows)
@@ -170,9 +172,11 @@ The machine is shared (2 cores): the load average at the start and the end is in
 {descriptions}
 
 {table}
-"""
+{details and chr(10) + details}"""
     update_section(title, section)
     previous = json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {"rows": []}
+    if measured:
+        previous["scoring_parts"] = measured
     if model != pretrained.DEFAULT:
         previous[f"scoring_{model}"] = {"command": command, "rows": rows}
         RESULTS_JSON.write_text(json.dumps(previous, indent=2) + "\n")

@@ -28,7 +28,7 @@ from flax import nnx
 
 from capsim import text
 from capsim.checkpoints import find_model_checkpoint, restore_model
-from capsim.embed import embed_sentences, module_encoder
+from capsim.embed import Embedded, embed_sentences, module_encoder
 from capsim.errors import CaptionError, CheckpointError
 from capsim.eval.pooling import pool_similarities
 from capsim.workdir import CONFIG_FILE, VOCAB_FILE, load_config
@@ -82,6 +82,52 @@ def validate_gts_res(gts: Mapping, res: Mapping) -> None:
                 )
 
 
+@dataclasses.dataclass
+class SentenceTable:
+    """The distinct sentences of a call, each encoded once, and where the captions sit in it.
+
+    ``candidate_rows`` [N] and ``reference_rows`` [N, R] index ``sentences`` (-1 past a
+    candidate's last reference); ``names`` name each sentence in errors.
+    """
+
+    keys: list
+    sentences: list
+    names: list[str]
+    candidate_rows: np.ndarray
+    reference_rows: np.ndarray
+
+    @classmethod
+    def of(cls, gts: Mapping, res: Mapping) -> SentenceTable:
+        keys = list(res)
+        unique: dict[object, int] = {}
+        names: list[str] = []
+
+        def row_of(sentence: object, name: str) -> int:
+            if sentence not in unique:
+                unique[sentence] = len(unique)
+                names.append(name)
+            return unique[sentence]
+
+        cand_rows = np.array([row_of(res[k][0], str(k)) for k in keys])
+        max_refs = max(len(gts[k]) for k in keys)
+        ref_rows = np.full((len(keys), max_refs), -1, np.int64)
+        for i, k in enumerate(keys):
+            for j, ref in enumerate(gts[k]):
+                ref_rows[i, j] = row_of(ref, f"{k}/ref{j}")
+        return cls(keys, list(unique), names, cand_rows, ref_rows)
+
+
+def _unit_vectors(embedded: Embedded, ids: Sequence[object] | None) -> np.ndarray:
+    """Unit vectors [N, H] of ``unit_vectors_and_norms`` rows; a zero vector is an error
+    (its similarity is undefined) unless the sentence was empty."""
+    vectors, norms = embedded.vectors[:, :-1], embedded.vectors[:, -1]
+    zero = np.setdiff1d(np.flatnonzero(norms < ZERO_NORM), embedded.empty)
+    if zero.size:
+        bad = ids[zero[0]] if ids is not None else int(zero[0])
+        raise CaptionError(bad, "encodes to a zero vector; its similarity is undefined")
+    return vectors
+
+
 def unit_vectors_and_norms(encoder: nnx.Module, ids: jax.Array, mask: jax.Array) -> jax.Array:
     """[B, H + 1]: unit intrinsic vectors with the raw norm in the last column."""
     vectors = encoder(ids, mask)
@@ -104,7 +150,8 @@ class I2CEScorer:
         self.pooling = pooling
         self.batch_size = batch_size
         self.encoder = encoder
-        self._encode_batch = module_encoder(encoder, unit_vectors_and_norms)
+        # The jit-compiled batch encoder (capsim.embed), timed alone by bench/scoring_parts.py.
+        self.encode_batch = module_encoder(encoder, unit_vectors_and_norms)
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, **kwargs) -> I2CEScorer:
@@ -134,50 +181,31 @@ class I2CEScorer:
         kwargs.setdefault("pooling", meta["pooling"])
         return cls(encoder, vocab, **kwargs)
 
-    def _embed(
-        self, sentences: Sequence[object], ids: Sequence[object] | None
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Unit vectors [N, H] (zero rows for empty sentences) and the empty sentences' indices."""
-        embedded = embed_sentences(
-            self._encode_batch, self.vocab, sentences, ids=ids, batch_size=self.batch_size
+    def _embed(self, sentences: Sequence[object], ids: Sequence[object] | None) -> Embedded:
+        return embed_sentences(
+            self.encode_batch, self.vocab, sentences, ids=ids, batch_size=self.batch_size
         )
-        vectors, norms = embedded.vectors[:, :-1], embedded.vectors[:, -1]
-        zero = np.setdiff1d(np.flatnonzero(norms < ZERO_NORM), embedded.empty)
-        if zero.size:
-            bad = ids[zero[0]] if ids is not None else int(zero[0])
-            raise CaptionError(bad, "encodes to a zero vector; its similarity is undefined")
-        return vectors, embedded.empty
 
     def embed(self, sentences: Sequence[str], ids: Sequence[object] | None = None) -> np.ndarray:
         """Unit-norm intrinsic vectors [N, H]; an empty sentence gets the zero vector."""
-        return self._embed(sentences, ids)[0]
+        return _unit_vectors(self._embed(sentences, ids), ids)
 
     def score(self, gts: Mapping, res: Mapping) -> Scores:
         """Scores, per-reference similarities and empty candidates, in ``res`` order."""
         validate_gts_res(gts, res)
-        keys = list(res)
-        unique: dict[object, int] = {}
-        names: list[str] = []
+        table = SentenceTable.of(gts, res)
+        return self.pool(table, self._embed(table.sentences, table.names))
 
-        def row_of(sentence: object, name: str) -> int:
-            if sentence not in unique:
-                unique[sentence] = len(unique)
-                names.append(name)
-            return unique[sentence]
-
-        cand_rows = np.array([row_of(res[k][0], str(k)) for k in keys])
-        max_refs = max(len(gts[k]) for k in keys)
-        ref_rows = np.full((len(keys), max_refs), -1, np.int64)
-        for i, k in enumerate(keys):
-            for j, ref in enumerate(gts[k]):
-                ref_rows[i, j] = row_of(ref, f"{k}/ref{j}")
-        vectors, empty_rows = self._embed(list(unique), names)
+    def pool(self, table: SentenceTable, embedded: Embedded) -> Scores:
+        """The scores of ``table``'s candidates from its sentences' ``embedded`` vectors."""
+        vectors = _unit_vectors(embedded, table.names)
+        keys, cand_rows, ref_rows = table.keys, table.candidate_rows, table.reference_rows
         mask = ref_rows >= 0
-        empty_refs = mask & np.isin(ref_rows, empty_rows)
+        empty_refs = mask & np.isin(ref_rows, embedded.empty)
         if empty_refs.any():
             i, j = np.argwhere(empty_refs)[0]
             raise CaptionError(f"{keys[i]}/ref{j}", "reference is empty or whitespace only")
-        empty = np.isin(cand_rows, empty_rows)
+        empty = np.isin(cand_rows, embedded.empty)
         sims = np.einsum("nd,nrd->nr", vectors[cand_rows], vectors[np.maximum(ref_rows, 0)])
         scores = pool_similarities(sims, mask, mode=self.pooling)  # 0.0 for empty candidates
         empty_ids = [k for k, e in zip(keys, empty, strict=True) if e]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from capsim import text
-from capsim.embed import bucket_length, embed_sentences, rows_per_batch
+from capsim.embed import bucket_length, embed_sentences, rows_per_batch, tail_rows
 from capsim.errors import CaptionError
 
 VOCAB = text.Vocab.build([["a", "dog", "runs"], ["two", "cats"]])
@@ -44,7 +44,16 @@ def test_vectors_depend_on_the_sentence_only():
     assert result.vectors[5, 0] == 72  # a 72-token sentence, no length limit
     alone = [embed_sentences(count_and_sum, VOCAB, [s]).vectors[0] for s in sentences]
     np.testing.assert_array_equal(np.stack(alone), result.vectors)
-    assert all(rows >= 4 or rows == 8 for rows, _ in SHAPES)  # padded to the bucket's batch
+    assert all(rows == 8 for rows, _ in SHAPES)  # never fewer than MIN_ROWS rows
+
+
+def test_a_bucket_runs_full_batches_then_its_rest_padded_to_a_power_of_two():
+    assert [tail_rows(n) for n in (1, 8, 9, 16, 17, 100)] == [8, 8, 16, 16, 32, 128]
+    SHAPES.clear()
+    sentences = [f"a dog runs {'dog ' * (i % 2)}" for i in range(2 * 128 + 19)]
+    result = embed_sentences(count_and_sum, VOCAB, sentences, batch_size=128)
+    assert sorted(SHAPES) == [(32, 8), (128, 8), (128, 8)]  # 275 sentences: 128 + 128 + 19
+    np.testing.assert_array_equal(result.vectors[:, 0], [5 + i % 2 for i in range(275)])
 
 
 def test_only_empty_sentences_still_give_the_encoder_width():

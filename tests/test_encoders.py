@@ -111,6 +111,25 @@ def test_scan_rnn_from_a_given_carry_matches_loop_and_zeroes_padded_outputs():
         np.testing.assert_array_equal(outputs[row, length:], 0.0)
 
 
+def _scan_unrolls(model: nnx.Module, ids: jax.Array, mask: jax.Array) -> list:
+    jaxpr = jax.make_jaxpr(lambda i, m: model(i, m))(ids, mask)
+    return [eqn.params["unroll"] for eqn in jaxpr.eqns if eqn.primitive.name == "scan"]
+
+
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_gru_unrolls_its_time_loop_in_eval_mode_only_with_the_same_vectors(bidirectional):
+    model = encoders.RNNEncoder(20, 6, 8, rngs=nnx.Rngs(0), bidirectional=bidirectional)
+    ids, mask = pad_batch(SENTENCES, 7)
+    trained = model(ids, mask)
+    assert set(_scan_unrolls(model, ids, mask)) == {1}  # training: the rolled loop
+    model.eval()
+    assert set(_scan_unrolls(model, ids, mask)) == {7}
+    np.testing.assert_allclose(model(ids, mask), trained, atol=TOL)
+    long_ids, long_mask = pad_batch(SENTENCES, encoders.MAX_UNROLLED_STEPS + 1)
+    assert set(_scan_unrolls(model, long_ids, long_mask)) == {1}  # compiles in bounded time
+    np.testing.assert_allclose(model(long_ids, long_mask), trained, atol=TOL)
+
+
 @pytest.mark.parametrize("pooling", ["max", "mean"])
 def test_cnn_width_one_matches_numpy_masked_pooling(pooling):
     model = build("cnn", widths=(1,), pooling=pooling)

@@ -7,9 +7,11 @@ import re
 import time
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
 from conftest import requires_glove
+from flax import nnx
 
 from capsim.embed import bucket_length
 from capsim.errors import CaptionError, CheckpointError, DataFormatError
@@ -69,6 +71,14 @@ def test_packaged_models_are_small_and_load_fast():
         assert time.perf_counter() - start < 2.0
         assert len(vocab) == meta["vocab_size"]
     assert total < MAX_PACKAGE_BYTES
+
+
+def test_a_loaded_encoder_has_no_abstract_state():
+    """Abstract leaves (the dropout keys of a model built by nnx.eval_shape) would send every
+    batch of the scorer through JAX's slow dispatch path."""
+    encoder, _, _ = pretrained.load()
+    leaves = jax.tree.leaves(nnx.state(encoder))
+    assert leaves and all(isinstance(leaf, jax.Array) for leaf in leaves)
 
 
 def test_only_the_research_model_carries_flickr_text():

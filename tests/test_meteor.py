@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from capsim import cache
 from capsim.errors import CaptionError
 from capsim.eval.meteor import (
     Meteor,
@@ -307,7 +308,7 @@ def _write_table(path: Path, lines: list[tuple[str, str]]) -> None:
 def test_paraphrase_index_is_cached_on_disk_and_rebuilt_when_its_source_changes(
     monkeypatch, tmp_path
 ):
-    monkeypatch.setenv(resources.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
     source = tmp_path / "paraphrase-en.gz"
     _write_table(source, [("a big dog", "a large dog"), ("big", "large"), ("large", "big")])
     build = resources.paraphrase_index.__wrapped__  # the on-disk cache, not the in-process one

@@ -20,6 +20,8 @@ that print ``.eval`` keep working. An empty caption scores 0 on every metric.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import functools
 import importlib.util
 import json
 import shutil
@@ -28,6 +30,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from capsim.cache import use_compilation_cache
 from capsim.data.captions import read_json_file
 from capsim.errors import CapsimError, CaptionError, DataFormatError
 from capsim.eval.ngram import Bleu, CiderD, Rouge
@@ -72,10 +75,19 @@ def spice_unavailable_reason() -> str | None:
 
 
 def ptb_tokenize(captions: Mapping[Any, Sequence[str]]) -> dict[Any, list[str]]:
-    """pycocoevalcap's PTBTokenizer output (lower case, punctuation dropped, space-joined)."""
-    return {
-        key: [" ".join(tokenize_for_metrics(c)) for c in texts] for key, texts in captions.items()
-    }
+    """pycocoevalcap's PTBTokenizer output (lower case, punctuation dropped, space-joined).
+
+    Each distinct caption is tokenised once: a reference of several images, or a candidate
+    that is another image's reference, is common.
+    """
+    done: dict[str, str] = {}
+
+    def tokens(caption: str) -> str:
+        if caption not in done:
+            done[caption] = " ".join(tokenize_for_metrics(caption))
+        return done[caption]
+
+    return {key: [tokens(c) for c in texts] for key, texts in captions.items()}
 
 
 def _i2ce_scorer() -> Callable:
@@ -133,30 +145,34 @@ class COCOEvalCap:
         if verbose and self.empty_candidates:
             print(f"{len(self.empty_candidates)} empty captions score 0: {self.empty_candidates}")
         spice_reason = spice_unavailable_reason()
-        scorers = [  # (compute_score or None, its keys, whether it reads PTB tokens)
-            (Bleu(4).compute_score, BLEU_KEYS, True),
-            (_meteor_scorer(), ("METEOR",), True),
-            (Rouge().compute_score, ("ROUGE_L",), True),
-            (CiderD().compute_score, ("CIDEr",), True),
-            (None if spice_reason else _spice_scorer(), ("SPICE",), True),
-            (_i2ce_scorer(), ("I2CE",), False),  # the encoder reads raw text
-        ]
-        for compute_score, methods, tokenized in scorers:
-            if compute_score is None:
-                self.setEval(Unavailable(spice_reason), methods[0])
-                if verbose:
-                    print(spice_reason)
-                continue
-            score, scores = (
-                compute_score(gts, res) if tokenized else compute_score(raw_gts, raw_res)
-            )
-            if len(methods) == 1:
-                score, scores = [score], [scores]
-            for method, value, per_image in zip(methods, score, scores, strict=True):
-                self.setEval(float(value), method)
-                self.setImgToEvalImgs(per_image, list(gts), method)
-                if verbose:
-                    print(f"{method}: {float(value):0.3f}")
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as background:
+            # I2CE's encoder runs outside the GIL: started first, it overlaps the Python metrics.
+            i2ce = background.submit(_i2ce_scorer(), raw_gts, raw_res)  # it reads raw text
+            metrics = [  # (a call giving (score, per-image scores), or None; its keys)
+                (functools.partial(Bleu(4).compute_score, gts, res), BLEU_KEYS),
+                (functools.partial(_meteor_scorer(), gts, res), ("METEOR",)),
+                (functools.partial(Rouge().compute_score, gts, res), ("ROUGE_L",)),
+                (functools.partial(CiderD().compute_score, gts, res), ("CIDEr",)),
+                (
+                    None if spice_reason else functools.partial(_spice_scorer(), gts, res),
+                    ("SPICE",),
+                ),
+                (i2ce.result, ("I2CE",)),
+            ]
+            for compute, methods in metrics:
+                if compute is None:
+                    self.setEval(Unavailable(spice_reason), methods[0])
+                    if verbose:
+                        print(spice_reason)
+                    continue
+                score, scores = compute()
+                if len(methods) == 1:
+                    score, scores = [score], [scores]
+                for method, value, per_image in zip(methods, score, scores, strict=True):
+                    self.setEval(float(value), method)
+                    self.setImgToEvalImgs(per_image, list(gts), method)
+                    if verbose:
+                        print(f"{method}: {float(value):0.3f}")
         self.setEvalImgs()
 
     def setEval(self, score: float, method: str) -> None:
@@ -254,4 +270,5 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    use_compilation_cache()  # the I2CE column's batch shapes compile once per machine
     sys.exit(main())

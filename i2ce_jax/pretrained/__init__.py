@@ -132,5 +132,8 @@ def load(name: str | Path = DEFAULT) -> tuple[RNNEncoder, text.Vocab, dict[str, 
         )
     nnx.replace_by_pure_dict(state, traverse_util.unflatten_dict(weights, sep="/"))
     nnx.update(encoder, state)
+    # Concrete (unused) dropout keys too: a state with abstract leaves would make every
+    # jit call of the encoder take JAX's slow dispatch path (1 ms a batch).
+    nnx.reseed(encoder, default=0)
     encoder.eval()
     return encoder, vocab, meta

@@ -33,6 +33,7 @@ multi-word paraphrase against the exact matches inside it.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -119,29 +120,39 @@ class Phrases:
         N-grams not seen before are hashed and looked up in one vectorised search;
         the answers are memoised for the process (up to MEMO_SIZE n-grams).
         """
-        spans = [
-            [
-                (" ".join(words[start : start + length]), start, length)
-                for start in range(len(words))
-                for length in range(1, min(self._index.max_words, len(words) - start) + 1)
-            ]
-            for words in sentences
-        ]
-        memo = self._ids
-        new = list({text for own in spans for text, _, _ in own if text not in memo})
-        if new:
-            if len(memo) + len(new) > MEMO_SIZE:
+        unseen: set[str] = set()
+        found = [self._listed(words, unseen) for words in sentences]
+        if unseen:
+            memo = self._ids
+            if len(memo) + len(unseen) > MEMO_SIZE:
                 memo.clear()
+            new = list(unseen)
             memo.update(zip(new, self._index.ids(phrase_hashes(new)).tolist(), strict=True))
-        found = []
-        for own in spans:
-            listed: dict[int, list[tuple[int, int]]] = {}
-            for text, start, length in own:
-                phrase = memo[text]
-                if phrase >= 0:
-                    listed.setdefault(phrase, []).append((start, length))
-            found.append(listed)
+            found = [
+                listed if listed is not None else self._listed(words, unseen)
+                for words, listed in zip(sentences, found, strict=True)
+            ]
         return found
+
+    def _listed(
+        self, words: Sequence[str], unseen: set[str]
+    ) -> dict[int, list[tuple[int, int]]] | None:
+        """``spans`` of one sentence, or None after adding its n-grams not in the memo to
+        ``unseen``."""
+        get, limit = self._ids.get, self._index.max_words
+        listed: dict[int, list[tuple[int, int]]] = {}
+        complete = True
+        for start in range(len(words)):
+            text = ""
+            for length, word in enumerate(words[start : start + limit], 1):
+                text = f"{text} {word}" if text else word
+                phrase = get(text)
+                if phrase is None:
+                    unseen.add(text)
+                    complete = False
+                elif phrase >= 0:
+                    listed.setdefault(phrase, []).append((start, length))
+        return listed if complete else None
 
     def within(
         self, sentences: list[dict[int, list[tuple[int, int]]]]
@@ -239,7 +250,7 @@ def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
     ]
     if all(unique):  # nothing to choose: every candidate is taken
         return [Match(i, tl, j, rl, module) for j, _, i, tl, rl, module in found]
-    # A partial alignment: (rank key, last match, the partial it grew from, test mask,
+    # A partial alignment: (rank key, last candidate, the partial it grew from, test mask,
     # ref mask, words, exact words, non-exact matches, chunks, end of its last match).
     beam = [((0, 0, 0), None, None, 0, 0, 0, 0, 0, 0, (-1, -1))]
     start = 0
@@ -249,16 +260,17 @@ def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
             stop += 1
         forced = stop == start + 1 and unique[start]
         options = [
-            (Match(i, tl, j, rl, module), ((1 << tl) - 1) << i, ((1 << rl) - 1) << j, tl + rl,
-             module == EXACT, (i, j), (i + tl, j + rl))
-            for j, _, i, tl, rl, module in found[start:stop]
+            (candidate, ((1 << tl) - 1) << i, ((1 << rl) - 1) << j, tl + rl, module == EXACT,
+             (i, j), (i + tl, j + rl))
+            for candidate in found[start:stop]
+            for j, _, i, tl, rl, module in (candidate,)
         ]  # fmt: skip
         start = stop
         grown = []
         for partial in beam:
             _, _, _, tmask, rmask, words, exact, inexact, chunks, end = partial
             took = False
-            for m, tm, rm, size, is_exact, m_start, m_end in options:
+            for candidate, tm, rm, size, is_exact, m_start, m_end in options:
                 if tmask & tm or rmask & rm:
                     continue
                 w = words + size
@@ -266,18 +278,23 @@ def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
                 n = inexact if is_exact else inexact + 1
                 c = chunks if end == m_start else chunks + 1
                 grown.append(
-                    ((2 * n - w, c, -w - e), m, partial, tmask | tm, rmask | rm, w, e, n, c, m_end)
-                )
+                    ((2 * n - w, c, -w - e), candidate, partial, tmask | tm, rmask | rm, w, e, n,
+                     c, m_end)
+                )  # fmt: skip
                 took = True
             if not (forced and took):
                 grown.append(partial)
-        grown.sort(key=lambda p: p[0])
+        grown.sort(key=_rank)
         beam = grown[:BEAM_SIZE]
     matches, partial = [], beam[0]
     while partial[1] is not None:
-        matches.append(partial[1])
+        j, _, i, tl, rl, module = partial[1]
+        matches.append(Match(i, tl, j, rl, module))
         partial = partial[2]
     return matches[::-1]
+
+
+_rank = operator.itemgetter(0)
 
 
 def chunk_count(matches: Sequence[Match]) -> int:

@@ -24,10 +24,10 @@ from pathlib import Path
 
 import numpy as np
 
+from capsim.cache import cache_dir
 from capsim.eval.meteor.normalize import parse_prefixes
 
 INSTALL_HINT = "pip install pycocoevalcap==1.2  (the [baselines] extra of this repo)"
-CACHE_ENV = "CAPSIM_CACHE_DIR"
 JAR_NAME = "meteor-1.5.jar"
 PARAPHRASE_NAME = "paraphrase-en.gz"
 INDEX_VERSION = 2
@@ -57,14 +57,6 @@ def locate_files() -> MeteorFiles:
         if not path.is_file():
             raise MeteorResourceError(f"{path} is missing; reinstall with: {INSTALL_HINT}")
     return files
-
-
-def cache_dir() -> Path:
-    """$CAPSIM_CACHE_DIR, else $XDG_CACHE_HOME/capsim, else ~/.cache/capsim."""
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "capsim"
 
 
 def phrase_hashes(phrases: list[str]) -> np.ndarray:

@@ -1,0 +1,193 @@
+"""The whole caption-metric suite against pycocoevalcap's: ``COCOEvalCap.evaluate()`` of
+capsim.eval.cocoeval (with I2CE) and of pycocoevalcap (without SPICE) on the same COCO-format
+files, then metric by metric. Run by ``python bench/throughput.py --only score``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from bench.harness import load_average, ratio_summary, time_rounds
+from capsim.eval import cocoeval
+from capsim.eval.meteor import Meteor
+from capsim.eval.ngram import Bleu, CiderD, Rouge
+from i2ce_jax.scorer import I2CEScorer
+
+SUITE_METRICS = ("tokenise", "BLEU", "METEOR", "ROUGE-L", "CIDEr", "I2CE")
+
+
+def write_coco_files(gts: Mapping, res: Mapping, folder: Path) -> tuple[Path, Path]:
+    """The candidates as a COCO captions file and a results file, one image per candidate."""
+    keys = list(res)
+    annotations = [
+        {"image_id": i, "id": i * 100 + j, "caption": caption}
+        for i, key in enumerate(keys)
+        for j, caption in enumerate(gts[key])
+    ]
+    payload = {
+        "info": {},
+        "licenses": [],
+        "type": "captions",
+        "images": [{"id": i} for i in range(len(keys))],
+        "annotations": annotations,
+    }
+    results = [{"image_id": i, "caption": res[key][0]} for i, key in enumerate(keys)]
+    (folder / "captions.json").write_text(json.dumps(payload))
+    (folder / "results.json").write_text(json.dumps(results))
+    return folder / "captions.json", folder / "results.json"
+
+
+class _NoSpice:
+    """pycocoevalcap's SPICE would download CoreNLP: the suite is compared without it."""
+
+    def compute_score(self, gts: Mapping, res: Mapping) -> tuple[float, list[float]]:
+        return 0.0, [0.0] * len(res)
+
+    def method(self) -> str:
+        return "SPICE"
+
+
+def _evaluate(module: object, annotations: Path, results: Path) -> None:
+    """``COCOEvalCap(coco, coco.loadRes(results)).evaluate()`` as users write it."""
+    from pycocotools.coco import COCO
+
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        coco = COCO(str(annotations))
+        predicted = coco.loadRes(str(results))
+        evaluator = module.COCOEvalCap(coco, predicted)
+        evaluator.params["image_id"] = predicted.getImgIds()
+        evaluator.evaluate()
+
+
+def _suite_metrics(gts: Mapping, res: Mapping) -> tuple[dict, dict]:
+    """One function per metric for each side, in the order their evaluators run them."""
+    from pycocoevalcap.bleu.bleu import Bleu as CocoBleu
+    from pycocoevalcap.cider.cider import Cider as CocoCider
+    from pycocoevalcap.meteor.meteor import Meteor as CocoMeteor
+    from pycocoevalcap.rouge.rouge import Rouge as CocoRouge
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    tokens: dict = {}
+
+    def ptb() -> None:
+        tokenizer = PTBTokenizer()
+        for side, captions in (("gts", gts), ("res", res)):
+            coco_form = {k: [{"caption": c} for c in v] for k, v in captions.items()}
+            tokens[side] = tokenizer.tokenize(coco_form)
+
+    def theirs(scorer: Callable) -> Callable[[], None]:
+        return lambda: scorer().compute_score(tokens["gts"], tokens["res"])
+
+    ours_tokens: dict = {}
+
+    def ours_tokenise() -> None:
+        ours_tokens.update(gts=cocoeval.ptb_tokenize(gts), res=cocoeval.ptb_tokenize(res))
+
+    def ours(scorer: Callable) -> Callable[[], None]:
+        return lambda: scorer().compute_score(ours_tokens["gts"], ours_tokens["res"])
+
+    coco = {
+        "tokenise": ptb,
+        "BLEU": theirs(lambda: CocoBleu(4)),
+        "METEOR": theirs(CocoMeteor),  # a new JVM per evaluate(), as COCOEvalCap makes it
+        "ROUGE-L": theirs(CocoRouge),
+        "CIDEr": theirs(CocoCider),
+    }
+    capsim = {
+        "tokenise": ours_tokenise,
+        "BLEU": ours(lambda: Bleu(4)),
+        "METEOR": ours(Meteor),
+        "ROUGE-L": ours(Rouge),
+        "CIDEr": ours(CiderD),
+        "I2CE": lambda: I2CEScorer.pretrained().compute_score(gts, res),
+    }
+    return capsim, coco
+
+
+def measure_suite(gts: Mapping, res: Mapping, *, rounds: int) -> dict:
+    """capsim's ``COCOEvalCap.evaluate()`` (with I2CE) against pycocoevalcap's without SPICE,
+    on the same COCO-format files in alternating rounds; then each metric alone, the same way.
+    """
+    import pycocoevalcap.eval as coco_eval
+
+    with tempfile.TemporaryDirectory() as folder:
+        files = write_coco_files(gts, res, Path(folder))
+        coco_eval.Spice = _NoSpice
+        runners = {
+            "capsim": lambda _: _evaluate(cocoeval, *files),
+            "pycocoevalcap": lambda _: _evaluate(coco_eval, *files),
+        }
+        capsim_metrics, coco_metrics = _suite_metrics(gts, res)
+        metric_seconds: dict = {"capsim": {}, "pycocoevalcap": {}}
+
+        def by_metric(side: str, metrics: Mapping[str, Callable[[], None]]) -> Callable:
+            def run(_: int) -> None:
+                quiet = io.StringIO()  # pycocoevalcap prints its counts and the tokenizer's
+                with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+                    for name, metric in metrics.items():
+                        began = time.perf_counter()
+                        metric()
+                        metric_seconds[side].setdefault(name, []).append(
+                            time.perf_counter() - began
+                        )
+
+            return run
+
+        runners["capsim metrics"] = by_metric("capsim", capsim_metrics)
+        runners["pycocoevalcap metrics"] = by_metric("pycocoevalcap", coco_metrics)
+        for run in runners.values():
+            run(0)  # the paraphrase index, the encoder's compiles, the JVM's class files
+        for side in metric_seconds.values():
+            side.clear()
+        load_start = load_average()
+        seconds = time_rounds(runners, rounds)
+        load_end = load_average()
+    return {
+        "candidates": len(res),
+        "capsim": seconds["capsim"],
+        "pycocoevalcap": seconds["pycocoevalcap"],
+        **ratio_summary(seconds["capsim"], seconds["pycocoevalcap"]),
+        "metrics": metric_seconds,
+        "rounds": rounds,
+        "load_start": load_start,
+        "load_end": load_end,
+    }
+
+
+def suite_table(row: Mapping) -> str:
+    lines = [
+        "| metric | capsim s (median, min-max) | pycocoevalcap s (median, min-max) | ratio |",
+        "|---|---:|---:|---:|",
+    ]
+
+    def cell(seconds: Sequence[float] | None) -> str:
+        if not seconds:
+            return "-"
+        return f"{np.median(seconds):.2f} ({min(seconds):.2f}-{max(seconds):.2f})"
+
+    for metric in SUITE_METRICS:
+        ours = row["metrics"]["capsim"].get(metric)
+        theirs = row["metrics"]["pycocoevalcap"].get(metric)
+        ratio = f"{np.median(theirs) / np.median(ours):.1f}" if ours and theirs else "-"
+        lines.append(f"| {metric} | {cell(ours)} | {cell(theirs)} | {ratio} |")
+    lines.append(
+        f"| whole `evaluate()` | {cell(row['capsim'])} | {cell(row['pycocoevalcap'])} | "
+        f"**{row['ratio_median']:.2f}** ({row['ratio_min']:.2f}-{row['ratio_max']:.2f}) |"
+    )
+    return "\n".join(lines)
+
+
+def suite_available() -> bool:
+    """pycocoevalcap, pycocotools and Java: what the suite's reference side needs."""
+    needed = ("pycocoevalcap", "pycocotools")
+    return shutil.which("java") is not None and all(importlib.util.find_spec(m) for m in needed)
