@@ -199,7 +199,8 @@ hold {p["sentences"]} distinct sentences, encoded in {p["batches"]} batches of u
 {p["encoder_gflops_padded"]:.0f} GFLOP/s on the padded batches ({share:.0%} of the
 {p["peak_gflops"]:.0f} GFLOP/s matmul peak measured in this run) and
 {p["encoder_gflops_real"]:.0f} GFLOP/s of useful work. The rest is the whole call minus its
-parts (the glue between them). The row in italics times the same batches with the GRU's time
+parts timed one by one in the same round: the glue between them, within the rounds' noise
+(negative where a whole call ran faster than its parts). The row in italics times the same batches with the GRU's time
 loop rolled, as it was before `capsim.encoders.scan_rnn` unrolled it in eval mode.
 
 {scorer_parts_table(parts)}

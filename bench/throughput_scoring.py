@@ -176,7 +176,9 @@ The machine is shared (2 cores): the load average at the start and the end is in
     update_section(title, section)
     previous = json.loads(RESULTS_JSON.read_text()) if RESULTS_JSON.exists() else {"rows": []}
     if measured:
-        previous["scoring_parts"] = measured
+        previous["scoring_parts" if model == pretrained.DEFAULT else f"scoring_parts_{model}"] = (
+            measured
+        )
     if model != pretrained.DEFAULT:
         previous[f"scoring_{model}"] = {"command": command, "rows": rows}
         RESULTS_JSON.write_text(json.dumps(previous, indent=2) + "\n")
