@@ -55,7 +55,7 @@ def measure_scorer_parts(
     shapes: dict = {}
     # The lever beside the parts: the same batches with the GRU's time loop not unrolled.
     rolled_encoder = nnx.clone(scorer.encoder)
-    rolled_encoder.deterministic = False  # what unrolls it (capsim.encoders.RNNEncoder)
+    rolled_encoder.unroll = False  # set by capsim.embed.module_encoder
     rolled = jax.jit(lambda ids, mask: unit_vectors_and_norms(rolled_encoder, ids, mask))
 
     def parts(_: int) -> None:
@@ -201,7 +201,7 @@ hold {p["sentences"]} distinct sentences, encoded in {p["batches"]} batches of u
 {p["encoder_gflops_real"]:.0f} GFLOP/s of useful work. The rest is the whole call minus its
 parts timed one by one in the same round: the glue between them, within the rounds' noise
 (negative where a whole call ran faster than its parts). The row in italics times the same batches with the GRU's time
-loop rolled, as it was before `capsim.encoders.scan_rnn` unrolled it in eval mode.
+loop rolled, as it was before `capsim.embed.module_encoder` had it unrolled.
 
 {scorer_parts_table(parts)}
 """

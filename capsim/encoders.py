@@ -11,8 +11,8 @@ change), recurrent states, pooling and norms are float32, and outputs are float3
 Dropout follows the NNX convention: modules start in training mode; call ``model.eval()`` (or
 use ``nnx.view(model, deterministic=True)``) for deterministic inference and ``model.train()``
 to switch back. Dropout keys come from the ``dropout`` stream of the ``rngs`` given at
-construction, falling back to its ``default`` stream. In eval mode a GRU encoder also unrolls its
-time loop (``scan_rnn``'s ``unroll``), which is what inference wants and training does not.
+construction, falling back to its ``default`` stream. An RNN encoder whose ``unroll`` is set
+(capsim.embed.module_encoder sets it, for inference) unrolls a GRU's time loop (``scan_rnn``).
 """
 
 from __future__ import annotations
@@ -160,9 +160,10 @@ def scan_rnn(
       carry: the initial carry, a pytree of [B, ...] arrays (``zero_carry`` or, for a decoder,
         the encoder's final state).
       unroll: unroll the time loop of an ``nnx.GRUCell`` (other cells ignore it) when it has
-        at most MAX_UNROLLED_STEPS steps. Measured on CPU (bench/scoring_parts.py), a forward
-        pass runs about twice as fast unrolled; a training step does not gain, and an
-        unrolled LSTM is slower, so only inference asks for it.
+        at most MAX_UNROLLED_STEPS steps. On CPU the packaged I2CE encoders run 1.5-1.7x as
+        fast unrolled (bench/RESULTS.md, "Scoring throughput"); a training step does not
+        gain and an unrolled LSTM is slower (docs/DEVELOPMENT_NOTES.md), so only inference
+        asks for it.
 
     Returns:
       ``(final_carry, outputs)``: the carry after each sequence's last real step, and the
@@ -250,7 +251,7 @@ class RNNEncoder(nnx.Module):
         dtype = compute_dtype(dtype)
         self.out_dim = hidden_dim
         self.pooling = pooling
-        self.deterministic = False  # eval mode (``.eval()``): unroll the time loop
+        self.unroll = False  # unroll the time loop (scan_rnn): inference sets it, training not
         self.embed = _make_embed(vocab_size, embed_dim, embedding_init, rngs, dtype)
         self.dropout = nnx.Dropout(dropout, rngs=rngs)
         cell_type = nnx.GRUCell if cell == "gru" else nnx.OptimizedLSTMCell
@@ -262,7 +263,7 @@ class RNNEncoder(nnx.Module):
     def _read(self, cell: nnx.Module, inputs: Array, mask: Array) -> Array:
         """One direction's sentence vector [B, H] (``pooling``) over the masked ``inputs``."""
         start = zero_carry(cell, inputs.shape[0])
-        final_carry, outputs = scan_rnn(cell, inputs, mask, start, unroll=self.deterministic)
+        final_carry, outputs = scan_rnn(cell, inputs, mask, start, unroll=self.unroll)
         if self.pooling == "mean":  # outputs are zero at masked steps
             count = jnp.maximum(jnp.sum(mask, axis=1, keepdims=True), 1)
             return jnp.sum(outputs, axis=1) / count
