@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -216,22 +216,26 @@ def candidates(test: Sentence, ref: Sentence, reach: dict[int, dict[int, int]]) 
             for j, ref_synsets in enumerate(ref.synsets):
                 if ref.words[j] != word and not word_synsets.isdisjoint(ref_synsets):
                     found.append((j, (SYNONYM, i), i, 1, 1, SYNONYM))
-    test_ids, ref_ids = test.phrases.keys(), ref.phrases.keys()
-    for rid, r_spans in ref.phrases.items():  # found by looking reference phrases up
-        listed = reach[rid]
-        for tid in listed.keys() & test_ids if listed else ():
-            line = listed[tid]
-            for rs, rl in r_spans:
-                for ts, tl in test.phrases[tid]:
-                    found.append((rs, (PARAPHRASE, 0, rl, line, ts, tl), ts, tl, rl, PARAPHRASE))
-    for tid, t_spans in test.phrases.items():  # found by looking candidate phrases up
-        listed = reach[tid]
-        for rid in listed.keys() & ref_ids if listed else ():
-            line = listed[rid]
-            for ts, tl in t_spans:
-                for rs, rl in ref.phrases[rid]:
-                    found.append((rs, (PARAPHRASE, 1, ts, tl, line), ts, tl, rl, PARAPHRASE))
+    for (rs, rl), (ts, tl), line in _paraphrase_pairs(ref, test, reach):
+        found.append((rs, (PARAPHRASE, 0, rl, line, ts, tl), ts, tl, rl, PARAPHRASE))
+    for (ts, tl), (rs, rl), line in _paraphrase_pairs(test, ref, reach):
+        found.append((rs, (PARAPHRASE, 1, ts, tl, line), ts, tl, rl, PARAPHRASE))
     return found
+
+
+def _paraphrase_pairs(
+    source: Sentence, target: Sentence, reach: dict[int, dict[int, int]]
+) -> Iterator[tuple[tuple[int, int], tuple[int, int], int]]:
+    """(source span, target span, table line) of each pair found by looking ``source``'s
+    phrases up in the table; each direction's candidates rank differently."""
+    target_ids = target.phrases.keys()
+    for source_id, source_spans in source.phrases.items():
+        listed = reach[source_id]
+        for target_id in listed.keys() & target_ids if listed else ():
+            line = listed[target_id]
+            for source_span in source_spans:
+                for target_span in target.phrases[target_id]:
+                    yield source_span, target_span, line
 
 
 def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
