@@ -9,6 +9,7 @@ ratios with their min, max and the load average before and after.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import time
@@ -23,6 +24,7 @@ REPO = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
 RESULTS_MD = BENCH_DIR / "RESULTS.md"
 SHARED_DATA = REPO.parent / "shared" / "data"
+GOLDEN_FILE = SHARED_DATA / "golden" / "pycocoevalcap_flickr8k_expert.json"
 ROUNDS = 5
 HEADER = """# Benchmark results
 
@@ -104,3 +106,11 @@ def update_section(title: str, section: str) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section
     RESULTS_MD.write_text(text)
+
+
+def load_golden_pairs(path: Path, limit: int | None) -> tuple[dict, dict]:
+    """pycocoevalcap-style gts/res from the first ``limit`` rows of the golden file."""
+    rows = json.loads(path.read_text(encoding="utf-8"))["rows"][:limit]
+    gts = {row["key"]: list(row["references"]) for row in rows}
+    res = {row["key"]: [row["candidate"]] for row in rows}
+    return gts, res

@@ -29,10 +29,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 from bench import minilm
-from bench.harness import RESULTS_DIR, load_average, ratio_summary, time_rounds, update_section
+from bench.harness import (
+    GOLDEN_FILE,
+    RESULTS_DIR,
+    load_average,
+    load_golden_pairs,
+    ratio_summary,
+    time_rounds,
+    update_section,
+)
 from bench.i2ce_dev_retrieval import dev_splits, evaluate, model_loaders, model_parser
-from bench.throughput import GOLDEN_FILE
-from bench.throughput_scoring import load_golden_pairs
 from capsim.eval import judgment_harness
 from capsim.eval.correlation import format_table
 from capsim.eval.judgment_sets import load_set

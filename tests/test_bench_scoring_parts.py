@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import requires
+from conftest import requires, skip_reason
 
 from bench import scoring_parts, scoring_suite
 from capsim import text
@@ -60,8 +60,10 @@ def test_coco_files_hold_one_image_per_candidate(tmp_path):
     ]
 
 
-@requires("pycocotools", "baselines")
-@pytest.mark.skipif(not scoring_suite.suite_available(), reason="needs Java and pycocoevalcap")
+@requires("pycocotools")
+@pytest.mark.skipif(
+    not scoring_suite.suite_available(), reason=f"needs Java and {skip_reason('pycocoevalcap')}"
+)
 def test_the_suite_times_both_evaluators_and_each_metric():
     row = scoring_suite.measure_suite(GTS, RES, rounds=1)
     assert len(row["capsim"]) == len(row["pycocoevalcap"]) == 1

@@ -1,7 +1,7 @@
 """The throughput benchmark (bench/throughput.py) on tiny sizes: it runs, and compares like with like.
 
-torch is not a dependency of the library (only bench/ uses it), so without it
-this file skips.
+torch is not a dependency of the library (only bench/ uses it): this file needs the
+bench extra, skips without it, and CI runs it in its bench step (-m bench).
 """
 
 from __future__ import annotations
@@ -13,10 +13,14 @@ import shutil
 
 import numpy as np
 import pytest
+from conftest import skip_reason
 
 # As bench/__init__.py does, before torch loads (see there why).
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-pytest.importorskip("torch", reason="torch is only used by bench/; not installed")
+# (pytest.importorskip itself, so that the imports below may follow it)
+pytest.importorskip("torch", reason=skip_reason("torch"))
+# bench/throughput_scoring.py times pycocoevalcap beside capsim
+pytest.importorskip("pycocoevalcap", reason=skip_reason("pycocoevalcap"))
 
 from bench import harness, minilm
 from bench import throughput_parts as parts
@@ -27,6 +31,8 @@ from capsim import text
 from configs import i2ce_coco_margin
 from i2ce_jax import model as i2ce_model
 from i2ce_jax.scorer import I2CEScorer
+
+pytestmark = pytest.mark.bench
 
 TINY = training.Sizes(batch_size=8, vocab_size=64, image_dim=16, width=8)
 GTS = {
@@ -98,7 +104,7 @@ def test_scoring_measurement_gives_positive_ratios_per_round():
 
 
 def test_golden_pairs_have_five_references(shared_data):
-    gts, res = scoring.load_golden_pairs(
+    gts, res = harness.load_golden_pairs(
         shared_data / "golden" / "pycocoevalcap_flickr8k_expert.json", limit=50
     )
     assert len(res) == 50 and gts.keys() == res.keys()

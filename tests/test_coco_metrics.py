@@ -7,6 +7,7 @@ import shutil
 
 import numpy as np
 import pytest
+from conftest import skip_reason
 
 from capsim.errors import CaptionError
 from capsim.eval import coco_metrics
@@ -30,10 +31,12 @@ GTS = {"a": ["a dog runs on the grass", "a brown dog is running"], "b": ["a cat 
 RES = {"a": ["a dog runs"], "b": ["the cat is asleep"]}
 
 requires_meteor = pytest.mark.skipif(
-    not meteor_available(), reason="METEOR's data files come with pycocoevalcap"
+    not meteor_available(),
+    reason=f"METEOR's data files come with pycocoevalcap: {skip_reason('pycocoevalcap')}",
 )
 requires_jar = pytest.mark.skipif(
-    not meteor_available("jar"), reason="the jar needs Java on PATH and pycocoevalcap installed"
+    not meteor_available("jar"),
+    reason=f"the jar needs Java on PATH and {skip_reason('pycocoevalcap')}",
 )
 
 

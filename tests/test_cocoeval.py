@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+from conftest import import_extra, requires_pycocoevalcap, skip_reason
 
 from capsim.eval import cocoeval
 from capsim.eval.coco_metrics import meteor_available
@@ -61,6 +62,7 @@ def files(shared_data, tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def capsim_eval(files) -> COCOEvalCap:
+    import_extra("pycocoevalcap")  # METEOR's data files
     coco, results = cocoeval.load_files(*files)
     evaluator = COCOEvalCap(coco, results)
     evaluator.params["image_id"] = results.getImgIds()
@@ -69,11 +71,12 @@ def capsim_eval(files) -> COCOEvalCap:
 
 
 @pytest.mark.skipif(
-    not meteor_available(), reason="pycocoevalcap's side needs Java and pycocoevalcap"
+    not meteor_available(),
+    reason=f"pycocoevalcap's side needs Java and {skip_reason('pycocoevalcap')}",
 )
 def test_every_shared_key_equals_pycocoevalcap(files, capsim_eval, monkeypatch):
-    pycoco = pytest.importorskip("pycocoevalcap.eval")
-    from pycocotools.coco import COCO
+    pycoco = import_extra("pycocoevalcap.eval")
+    coco_api = import_extra("pycocotools.coco")
 
     class NoSpice:  # pycocoevalcap's SPICE downloads CoreNLP; every other scorer is its own
         def compute_score(self, gts, res):
@@ -83,7 +86,7 @@ def test_every_shared_key_equals_pycocoevalcap(files, capsim_eval, monkeypatch):
             return "SPICE"
 
     monkeypatch.setattr(pycoco, "Spice", NoSpice)
-    coco = COCO(str(files[0]))
+    coco = coco_api.COCO(str(files[0]))
     reference = pycoco.COCOEvalCap(coco, coco.loadRes(str(files[1])))
     reference.params["image_id"] = reference.cocoRes.getImgIds()
     reference.evaluate()
@@ -126,6 +129,7 @@ def test_spice_is_never_silently_missing(capsim_eval):
     assert list(capsim_eval.eval) == [*SHARED_KEYS, "SPICE", "I2CE"]  # pycocoevalcap's order
 
 
+@requires_pycocoevalcap  # METEOR's data files
 def test_the_command_prints_the_table_and_writes_json(files, tmp_path, capsys):
     out = tmp_path / "scores.json"
     code = cocoeval.main(

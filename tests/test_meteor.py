@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import import_extra
 
 from capsim import cache
 from capsim.errors import CaptionError
@@ -109,10 +110,7 @@ def jar_meteor():
     """pycocoevalcap's Meteor (Java): one JVM for the module, as users run it."""
     if shutil.which("java") is None:
         pytest.skip("the jar oracle needs Java on PATH")
-    pytest.importorskip("pycocoevalcap", reason="the jar oracle needs pycocoevalcap==1.2")
-    from pycocoevalcap.meteor.meteor import Meteor as JarMeteor
-
-    scorer = JarMeteor()
+    scorer = import_extra("pycocoevalcap.meteor.meteor").Meteor()
     yield scorer
     del scorer  # its __del__ stops the JVM
 

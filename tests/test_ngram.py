@@ -8,6 +8,7 @@ import random
 
 import numpy as np
 import pytest
+from conftest import import_extra
 
 from capsim.errors import CaptionError
 from capsim.eval.ngram import (
@@ -167,9 +168,9 @@ def test_an_empty_candidate_scores_zero_and_leaves_the_others_alone(empty):
 
 
 def test_agrees_with_pycocoevalcap_on_random_small_sets():
-    pycoco_bleu = pytest.importorskip("pycocoevalcap.bleu.bleu")
-    pycoco_cider = pytest.importorskip("pycocoevalcap.cider.cider")
-    pycoco_rouge = pytest.importorskip("pycocoevalcap.rouge.rouge")
+    pycoco_bleu = import_extra("pycocoevalcap.bleu.bleu")
+    pycoco_cider = import_extra("pycocoevalcap.cider.cider")
+    pycoco_rouge = import_extra("pycocoevalcap.rouge.rouge")
     rng = random.Random(1)
 
     def sentence() -> str:

@@ -6,10 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import import_extra
 
-nbformat = pytest.importorskip("nbformat", reason="notebook tests need the [dev] extra")
-nbclient = pytest.importorskip("nbclient", reason="notebook tests need the [dev] extra")
-pytest.importorskip("matplotlib", reason="the notebooks draw plots: needs the [viz] extra")
+nbformat = import_extra("nbformat")
+nbclient = import_extra("nbclient")
+import_extra("matplotlib")  # the notebooks draw plots
 
 REPO = Path(__file__).resolve().parents[1]
 COLAB = REPO / "colab"

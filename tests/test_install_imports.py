@@ -1,0 +1,208 @@
+"""Test modules import only what the install brings: optional packages through conftest's
+requires()/import_extra(), which skip naming the extra, never by an import statement.
+
+Read statically, so a test module that would fail to import on a core-only or the
+README's install fails here, on any install. The rules:
+- an import statement in a test module (at any level) names the standard library, this
+  repository, or a package that ``pip install -e . pytest`` brings;
+- an optional module is reached with ``import_extra("M")``, ``requires("M")`` or
+  ``pytest.importorskip("M", reason=skip_reason("M"))``, and M is in conftest.EXTRAS;
+- a bench module a test imports (and every bench module it imports in turn) imports, at
+  its module level, only those packages and the ones that test module imports as extras;
+- a test module that needs the bench extra carries the ``bench`` marker (CI's bench step).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata as metadata
+import re
+import sys
+import tomllib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import EXTRAS
+from packaging.requirements import Requirement
+
+REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
+FIRST_PARTY = {"capsim", "vtfn_jax", "i2ce_jax", "bench", "configs", "launch", "conftest"}
+FIRST_PARTY |= {path.stem for path in TESTS.glob("*.py")}  # tests import their siblings
+GUARDS = {"import_extra", "requires", "importorskip"}
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_closure(roots: list[str], extras: tuple[str, ...] = ()) -> set[str]:
+    """Canonical names of the installed distributions that ``roots[extras]`` pulls in."""
+    seen: set[str] = set()
+    stack = [(root, extras) for root in roots]
+    while stack:
+        name, wanted = stack.pop()
+        if _canonical(name) in seen:
+            continue
+        seen.add(_canonical(name))
+        try:
+            requires = metadata.distribution(name).requires or []
+        except metadata.PackageNotFoundError:
+            continue
+        for line in requires:
+            requirement = Requirement(line)
+            marker = requirement.marker
+            if marker is None or any(marker.evaluate({"extra": e}) for e in ("", *wanted)):
+                stack.append((requirement.name, tuple(requirement.extras)))
+    return seen
+
+
+def core_modules() -> set[str]:
+    """Top-level module names that ``pip install -e . pytest`` brings."""
+    closure = requirement_closure(["capsim", "pytest"])
+    return {
+        module
+        for module, dists in metadata.packages_distributions().items()
+        if any(_canonical(dist) in closure for dist in dists)
+    }
+
+
+def _module_level(tree: ast.Module) -> Iterator[ast.AST]:
+    """The nodes that run when the module is imported (function bodies do not)."""
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                stack.append(child)
+
+
+def imported(nodes: Iterator[ast.AST]) -> Iterator[tuple[int, str]]:
+    """(line, dotted module) of every import statement among ``nodes``."""
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            yield node.lineno, node.module
+            if node.module == "bench":  # from bench import harness: a module of bench
+                yield from ((node.lineno, f"bench.{alias.name}") for alias in node.names)
+
+
+def guarded(tree: ast.Module) -> Iterator[tuple[int, str, ast.Call]]:
+    """(line, module, call) of every import_extra / requires / pytest.importorskip call."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args:
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            argument = node.args[0]
+            if name in GUARDS and isinstance(argument, ast.Constant):
+                yield node.lineno, str(argument.value), node
+
+
+def bench_imports(module: str, seen: set[str]) -> Iterator[tuple[str, int, str]]:
+    """(bench file, line, module) of the module-level imports of a bench module and of the
+    bench modules it imports in turn."""
+    path = REPO / Path(*module.split(".")).with_suffix(".py")
+    if module in seen or not path.is_file():
+        return
+    seen.add(module)
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for line, name in imported(_module_level(tree)):
+        yield f"bench/{path.name}", line, name
+        if name.startswith("bench."):
+            yield from bench_imports(name, seen)
+
+
+def install_violations(core: set[str]) -> list[str]:
+    """Every breach of the module docstring's rules, named by file and line."""
+    stdlib = sys.stdlib_module_names
+    allowed = core | FIRST_PARTY | set(stdlib)
+    problems = []
+    for path in sorted(TESTS.glob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        where = f"tests/{path.name}"
+        extras = set()
+        for line, module, call in guarded(tree):
+            top = module.split(".")[0]
+            extras.add(top)
+            if top not in EXTRAS:
+                problems.append(f"{where}:{line}: {top} is not in conftest.EXTRAS")
+            reason = next((k.value for k in call.keywords if k.arg == "reason"), None)
+            is_importorskip = getattr(call.func, "attr", "") == "importorskip"
+            if is_importorskip and not (
+                isinstance(reason, ast.Call) and getattr(reason.func, "id", "") == "skip_reason"
+            ):
+                problems.append(f"{where}:{line}: importorskip({module!r}) names no extra")
+        statements = list(imported(ast.walk(tree)))
+        for line, module in statements:
+            if module.split(".")[0] not in allowed:
+                problems.append(
+                    f"{where}:{line}: imports {module}, which a core install does not bring:"
+                    f' use import_extra("{module}")'
+                )
+        seen: set[str] = set()
+        for _, module in statements:
+            if module.startswith("bench."):
+                for bench_file, line, name in bench_imports(module, seen):
+                    if name.split(".")[0] not in allowed | extras:
+                        problems.append(
+                            f"{bench_file}:{line}: imports {name} at module level, reached"
+                            f" from {where}, which does not import_extra it"
+                        )
+        needs_bench = any(EXTRAS.get(top) == "bench" for top in extras)
+        if needs_bench and "mark.bench" not in ast.unparse(tree):
+            problems.append(f"{where}: needs the bench extra but has no pytest.mark.bench")
+    return problems
+
+
+def test_test_modules_import_only_what_the_install_brings():
+    assert install_violations(core_modules()) == []
+
+
+def test_the_check_finds_an_unguarded_import_and_a_bench_module_importing_torch(
+    tmp_path, monkeypatch
+):
+    planted = tmp_path / "test_planted.py"
+    planted.write_text("import torch\nfrom bench import throughput_parts\n")
+    monkeypatch.setattr(sys.modules[__name__], "TESTS", tmp_path)
+    problems = install_violations({"numpy", "jax", "flax", "pytest"})
+    assert any(p.startswith("tests/test_planted.py:1: imports torch") for p in problems)
+    assert any(p.startswith("bench/throughput_parts.py") and "imports torch" in p for p in problems)
+    planted.write_text('import pytest\npytest.importorskip("torch")\n')
+    assert install_violations({"pytest"}) == [
+        "tests/test_planted.py:2: importorskip('torch') names no extra",
+        "tests/test_planted.py: needs the bench extra but has no pytest.mark.bench",
+    ]
+
+
+def test_every_extra_in_the_table_is_the_one_that_brings_its_package():
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    extras = pyproject["project"]["optional-dependencies"]
+    dists = metadata.packages_distributions()
+    for module, extra in EXTRAS.items():
+        assert extra in extras, f"{module}: no extra {extra!r} in pyproject.toml"
+        if module not in dists:
+            continue  # not installed here: nothing to compare
+        brought = requirement_closure([Requirement(r).name for r in extras[extra]])
+        assert {_canonical(d) for d in dists[module]} & brought, (module, extra)
+
+
+def test_the_readme_install_brings_every_extra_but_bench_and_tf():
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    (everything,) = pyproject["project"]["optional-dependencies"]["all"]
+    assert set(Requirement(everything).extras) == set(EXTRAS.values()) - {"bench", "tf"}
+    assert 'pip install -e ".[all]"' in (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_an_absent_extra_skips_naming_it(monkeypatch):
+    import conftest
+
+    absent = "capsim_no_such_module"
+    monkeypatch.setitem(conftest.EXTRAS, absent, "viz")
+    with pytest.raises(
+        pytest.skip.Exception, match=rf"needs {absent} \(pip install -e '\.\[viz\]'\)"
+    ):
+        conftest.import_extra(f"{absent}.sub")
+    assert conftest.requires(absent).args == (True,)
