@@ -29,8 +29,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         eval_every=100,  # dev same-image AUC, steps
         runlocal=False,
     )
-    if arg.runlocal:  # a smaller world, fewer epochs, small batches
-        arg.update(batch=16, epochs=3.0, eval_every=10)
+    if arg.runlocal:  # a smaller world, fewer epochs, small batches, 5 dev evaluations
+        arg.update(batch=16, epochs=3.0, eval_every=30)
     config = common.trainer(
         arg, checkpoint_every=200, patience=0, log_every=5 if arg.runlocal else 25
     )

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import importlib.util
 import os
+import shutil
 import tempfile
 import types
 from pathlib import Path
@@ -12,17 +14,25 @@ import pytest
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
-# A persistent XLA compilation cache for the test run and every process it starts,
-# set before jax is imported: the many tests that build the same small train step
-# (and each process of a multi-process test) then compile it once. Entries are keyed
-# by the program, jax version and flags, so a stale one is never used; compiles under
-# half a second are not worth a file. CAPSIM_TEST_JAX_CACHE="" turns it off.
-JAX_CACHE = os.environ.get(
-    "CAPSIM_TEST_JAX_CACHE", str(Path(tempfile.gettempdir()) / "capsim-tests-jax-cache")
-)
-if JAX_CACHE:
-    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", JAX_CACHE)
-    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+# One XLA compilation cache for the whole test run, set before jax is imported: every
+# test, and every process a test starts or pytest-xdist worker (they inherit the
+# variables), loads a program that another one compiled instead of compiling it again.
+# The folder is made for this run and removed after it, so no run depends on an earlier
+# one; CAPSIM_TEST_JAX_CACHE=PATH keeps one across runs, CAPSIM_TEST_JAX_CACHE="" turns
+# it off. Entries are keyed by the program, jax version and flags: never stale.
+if "CAPSIM_TEST_JAX_CACHE" not in os.environ:
+    os.environ["CAPSIM_TEST_JAX_CACHE"] = tempfile.mkdtemp(prefix="capsim-tests-jax-cache-")
+    atexit.register(shutil.rmtree, os.environ["CAPSIM_TEST_JAX_CACHE"], ignore_errors=True)
+if os.environ["CAPSIM_TEST_JAX_CACHE"]:
+    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", os.environ["CAPSIM_TEST_JAX_CACHE"])
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+# Tests compile hundreds of small programs and run each for a few steps, so compiling
+# is most of their time: LLVM's optimisation passes are off for them (about a third
+# less compile time, docs/DEVELOPMENT_NOTES.md). The XLA program is the same; its
+# results may differ in the last bits, as between two machines.
+if "xla_backend_optimization_level" not in os.environ.get("XLA_FLAGS", ""):
+    flags = os.environ.get("XLA_FLAGS", "")
+    os.environ["XLA_FLAGS"] = f"{flags} --xla_backend_optimization_level=0".strip()
 
 
 @pytest.fixture(scope="session")

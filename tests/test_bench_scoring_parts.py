@@ -64,6 +64,7 @@ def test_coco_files_hold_one_image_per_candidate(tmp_path):
 @pytest.mark.skipif(
     not scoring_suite.suite_available(), reason=f"needs Java and {skip_reason('pycocoevalcap')}"
 )
+@pytest.mark.slow  # both METEORs load their paraphrase tables, the jar in two JVMs (55 s)
 def test_the_suite_times_both_evaluators_and_each_metric():
     row = scoring_suite.measure_suite(GTS, RES, rounds=1)
     assert len(row["capsim"]) == len(row["pycocoevalcap"]) == 1

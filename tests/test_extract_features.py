@@ -189,6 +189,7 @@ def test_cli_plumbing(tmp_path, tiny_model, monkeypatch):
     assert extract.main(["--images", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]) == 1
 
 
+@pytest.mark.slow  # builds and runs the full InceptionV3 (23 s)
 def test_inception_v3_random_weights_gives_2048_d(tmp_path):
     """Real InceptionV3 at 299x299 (weights=None: no download); about 30 s on a small CPU."""
     names = write_images(tmp_path / "images")

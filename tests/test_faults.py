@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_kill_resume import NUM_STEPS, Run, _check_same_run, _logged_step
+from test_kill_resume import NEVER, NUM_STEPS, Run, _check_same_run, _logged_step
 from test_trainer import PREEMPTED_RUN, dev_eval, run, tiny_config
 
 from capsim.errors import UnusableCheckpointsError
@@ -35,7 +35,7 @@ STEP_S = 0.1
 @pytest.fixture(scope="module")
 def uninterrupted(tmp_path_factory) -> Path:
     workdir = tmp_path_factory.mktemp("uninterrupted")
-    reference = Run(workdir, NUM_STEPS, 2)
+    reference = Run(workdir, NUM_STEPS, 2, CHECKPOINT_EVERY=NEVER)
     assert reference.wait() == [0, 0], reference.stderr(0)[-3000:]
     return workdir
 
@@ -49,7 +49,9 @@ def _wait_for_step(run_: Run, step: int) -> None:
         time.sleep(0.01)
 
 
-@pytest.mark.parametrize("signalled", [1, 0])
+# The notice to the process that is not the coordinator: the fast tier; to the
+# coordinator (4 more 2-process runs, 30 s): the slow tier
+@pytest.mark.parametrize("signalled", [1, pytest.param(0, marks=pytest.mark.slow)])
 def test_sigterm_to_one_process_stops_both_at_one_step_and_resumes_exactly(
     tmp_path, uninterrupted, signalled
 ):
@@ -61,7 +63,7 @@ def test_sigterm_to_one_process_stops_both_at_one_step_and_resumes_exactly(
     run's end, on a loaded machine or a fast one.
     """
     workdir = tmp_path / "preempted"
-    preempted = Run(workdir, NUM_STEPS, 2, CHECKPOINT_EVERY=str(10**9), STEP_SECONDS=str(STEP_S))
+    preempted = Run(workdir, NUM_STEPS, 2, CHECKPOINT_EVERY=NEVER, STEP_SECONDS=str(STEP_S))
     _wait_for_step(preempted, 30)
     signal_step = _logged_step(workdir / "metrics.jsonl")
     preempted.procs[signalled].send_signal(signal.SIGTERM)
@@ -84,7 +86,7 @@ def test_sigterm_to_one_process_stops_both_at_one_step_and_resumes_exactly(
     assert steps == [str(step)]  # one checkpoint, at that step
     assert _logged_step(workdir / "metrics.jsonl") == step
 
-    resumed = Run(workdir, NUM_STEPS, 2)
+    resumed = Run(workdir, NUM_STEPS, 2, CHECKPOINT_EVERY=NEVER)
     assert resumed.wait() == [0, 0], resumed.stderr(0)[-3000:]
     _check_same_run(workdir, uninterrupted, [f"SIGTERM to process {signalled}"])
 

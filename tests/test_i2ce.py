@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -161,40 +158,6 @@ def test_unknown_config_key_is_an_error():
     config = i2ce_demo.get_config()
     with pytest.raises(AttributeError):
         _ = config.loss.no_such_key
-
-
-STEPS_SCRIPT = """
-import json, sys
-from configs import i2ce_demo
-from i2ce_jax.train import train_and_evaluate
-config = i2ce_demo.get_config("runlocal")
-config.num_steps, config.log_every, config.evals.dev.every = 3, 1, 3
-train_and_evaluate(config, sys.argv[1])
-losses = [json.loads(l)["train/loss"] for l in open(sys.argv[1] + "/metrics.jsonl") if "train/loss" in l]
-print("LOSSES", json.dumps(losses))
-"""
-
-
-def _losses_on(devices: int, workdir: Path) -> list[float]:
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
-    out = subprocess.run(
-        [sys.executable, "-c", STEPS_SCRIPT, str(workdir)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=600,
-    ).stdout
-    return json.loads(out.split("LOSSES", 1)[1])
-
-
-def test_same_losses_on_one_and_eight_devices(tmp_path):
-    one = _losses_on(1, tmp_path / "one")
-    eight = _losses_on(8, tmp_path / "eight")
-    assert len(one) == 3
-    np.testing.assert_allclose(eight, one, atol=1e-5, rtol=1e-5)
 
 
 def test_sequence_nll_matches_a_numpy_log_softmax():

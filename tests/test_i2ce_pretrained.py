@@ -223,6 +223,21 @@ def test_scoring_input_errors_name_the_id(scorer):
         scorer.compute_score({"a": REFERENCES}, {"x": ["a dog"]})
 
 
+def check_rebuilt(out: Path, bidirectional: bool) -> None:
+    """A rebuilt model: its text sources and settings, loaded as one, and it scores."""
+    encoder, vocab, meta = pretrained.load(out)
+    assert training_sources(meta) == ["coco", "coco_lines", "coco_extra"]
+    assert meta["loss"] == "infonce" and meta["embed_dim"] == 50  # GloVe 6B 50-d
+    assert meta["bidirectional"] is bidirectional
+    assert (encoder.backward_cell is not None) is bidirectional
+    scorer = I2CEScorer(encoder, vocab)
+    _, scores = scorer.compute_score({"a": REFERENCES}, {"a": ["a dog on grass"]})
+    assert np.isfinite(scores[0])
+
+
+# A training run at the runlocal size over GloVe's 400k words (40 s): the fast tier
+# rebuilds the unidirectional model once, from the installed wheel (test_wheel.py).
+@pytest.mark.slow
 @pytest.mark.skipif(
     not (DATA / "extra_captions").is_dir(), reason="needs ../shared/data with extra_captions/"
 )
@@ -245,14 +260,7 @@ def test_rebuild_command_runs_at_runlocal_size(tmp_path, bidirectional):
             f"runlocal,bidir={bidirectional}",
         ]
     )
-    encoder, vocab, meta = pretrained.load(out)
-    assert training_sources(meta) == ["coco", "coco_lines", "coco_extra"]
-    assert meta["loss"] == "infonce" and meta["embed_dim"] == 50  # GloVe 6B 50-d
-    assert meta["bidirectional"] is bidirectional
-    assert (encoder.backward_cell is not None) is bidirectional
-    scorer = I2CEScorer(encoder, vocab)
-    _, scores = scorer.compute_score({"a": REFERENCES}, {"a": ["a dog on grass"]})
-    assert np.isfinite(scores[0])
+    check_rebuilt(out, bidirectional)
 
 
 def test_cli_research_model_is_asked_for_by_name_and_states_its_terms(tmp_path, capsys):

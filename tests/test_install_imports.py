@@ -4,7 +4,7 @@ requires()/import_extra(), which skip naming the extra, never by an import state
 Read statically, so a test module that would fail to import on a core-only or the
 README's install fails here, on any install. The rules:
 - an import statement in a test module (at any level) names the standard library, this
-  repository, or a package that ``pip install -e . pytest`` brings;
+  repository, or a package that ``pip install -e . pytest pytest-xdist`` brings;
 - an optional module is reached with ``import_extra("M")``, ``requires("M")`` or
   ``pytest.importorskip("M", reason=skip_reason("M"))``, and M is in conftest.EXTRAS;
 - a bench module a test imports (and every bench module it imports in turn) imports, at
@@ -59,8 +59,8 @@ def requirement_closure(roots: list[str], extras: tuple[str, ...] = ()) -> set[s
 
 
 def core_modules() -> set[str]:
-    """Top-level module names that ``pip install -e . pytest`` brings."""
-    closure = requirement_closure(["capsim", "pytest"])
+    """Top-level module names that ``pip install -e . pytest pytest-xdist`` brings."""
+    closure = requirement_closure(["capsim", "pytest", "pytest-xdist"])
     return {
         module
         for module, dists in metadata.packages_distributions().items()
@@ -189,11 +189,14 @@ def test_every_extra_in_the_table_is_the_one_that_brings_its_package():
         assert {_canonical(d) for d in dists[module]} & brought, (module, extra)
 
 
-def test_the_readme_install_brings_every_extra_but_bench_and_tf():
+def test_ci_runs_the_readme_install_which_brings_every_extra_but_bench_and_tf():
     pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     (everything,) = pyproject["project"]["optional-dependencies"]["all"]
     assert set(Requirement(everything).extras) == set(EXTRAS.values()) - {"bench", "tf"}
-    assert 'pip install -e ".[all]"' in (REPO / "README.md").read_text(encoding="utf-8")
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
+    assert 'pip install -e ".[all]"' in readme and 'pip install -e ".[all]"\n' in ci
+    assert "python -m pytest -q\n" in readme and "\npython -m pytest -q\n" in ci  # the fast tier
 
 
 def test_an_absent_extra_skips_naming_it(monkeypatch):

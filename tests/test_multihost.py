@@ -1,4 +1,5 @@
-"""Multi-host training: 2 and 4 processes on localhost (jax.distributed over gloo) match one."""
+"""One I2CE training, three layouts: 2 and 4 processes on localhost (jax.distributed over
+gloo) and 8 devices in one process each give the losses of one process on one device."""
 
 from __future__ import annotations
 
@@ -55,9 +56,25 @@ def _result(proc: subprocess.Popen) -> tuple[list[float], float]:
     return json.loads(losses), float(tau)
 
 
-@pytest.mark.parametrize("num_processes", [2, 4])
-def test_several_processes_match_one(tmp_path, num_processes):
-    single = _result(_start(tmp_path / "single", {}))
+@pytest.fixture(scope="module")
+def one_process(tmp_path_factory) -> tuple[list[float], float]:
+    """The 3 steps on one process and one device, which every other layout must match."""
+    return _result(_start(tmp_path_factory.mktemp("single"), {}))
+
+
+@pytest.mark.slow  # 8 devices on 2 cores (28 s), as 4 processes below
+def test_eight_devices_in_one_process_match_one(one_process, tmp_path):
+    flags = os.environ.get("XLA_FLAGS", "")  # conftest's, and the devices
+    eight = _result(
+        _start(tmp_path, {"XLA_FLAGS": f"{flags} --xla_force_host_platform_device_count=8"})
+    )
+    assert len(one_process[0]) == 3
+    np.testing.assert_allclose(eight[0], one_process[0], atol=1e-5, rtol=1e-5)
+
+
+# 4 processes on 2 cores are slow by nature (70 s): the slow tier
+@pytest.mark.parametrize("num_processes", [2, pytest.param(4, marks=pytest.mark.slow)])
+def test_several_processes_match_one(one_process, tmp_path, num_processes):
     port = _free_port()
     procs = [
         _start(
@@ -74,6 +91,6 @@ def test_several_processes_match_one(tmp_path, num_processes):
     for proc in procs[1:]:
         _, err = proc.communicate(timeout=600)
         assert proc.returncode == 0, err[-3000:]
-    np.testing.assert_allclose(multi[0], single[0], rtol=1e-5)
-    np.testing.assert_allclose(multi[1], single[1], atol=1e-3)
+    np.testing.assert_allclose(multi[0], one_process[0], rtol=1e-5)
+    np.testing.assert_allclose(multi[1], one_process[1], atol=1e-3)
     assert (tmp_path / "multi" / "checkpoints").is_dir()

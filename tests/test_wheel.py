@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from conftest import import_extra, requires_glove
+from test_i2ce_pretrained import check_rebuilt
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -61,7 +62,8 @@ def test_the_wheel_holds_the_packages_and_the_models_not_configs(installed_wheel
 
 @requires_glove
 def test_rebuild_from_the_installed_wheel(installed_wheel, shared_data, tmp_path):
-    """``python -m i2ce_jax.pretrained`` trains the recipe (runlocal) and exports it."""
+    """``python -m i2ce_jax.pretrained`` trains the recipe (runlocal) and exports a model
+    that loads and scores (the fast tier's rebuild check)."""
     probe = _run_outside_the_clone(
         installed_wheel,
         tmp_path,
@@ -87,3 +89,4 @@ def test_rebuild_from_the_installed_wheel(installed_wheel, shared_data, tmp_path
     assert rebuild.returncode == 0, rebuild.stderr[-3000:]
     assert "exported" in rebuild.stdout and "sha256" in rebuild.stdout
     assert {path.name for path in out.iterdir()} >= {"encoder.npz", "vocab.json", "encoder.json"}
+    check_rebuilt(out, bidirectional=False)
