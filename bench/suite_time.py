@@ -1,7 +1,7 @@
 """How long the test tiers take from a clean clone (issue 31 §2).
 
     python bench/suite_time.py                           # HEAD's fast and slow tiers
-    python bench/suite_time.py --tiers fast --ref 54cda80  # and an earlier commit's fast tier
+    python bench/suite_time.py --tiers "" --ref 54cda80 --append  # an earlier commit's fast tier
 
 Each tier is the README's command, ``python -m pytest -q`` (the fast tier) or with
 ``-m slow`` / ``-m bench``, run in a fresh ``git clone`` of the commit made beside this
@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import argparse
 import collections
 import json
+import os
 import shutil
 import subprocess
 import time
@@ -67,8 +68,10 @@ def run_tier(checkout: Path, tier: str) -> dict:
     """Runs one tier in ``checkout``: its wall time and load, and read_junit's figures."""
     junit = checkout / "junit.xml"
     command = [sys.executable, "-m", "pytest", "-q", *TIERS[tier], f"--junitxml={junit}"]
+    # A cold compilation cache of its own, for commits whose tests kept one across runs
+    env = dict(os.environ, CAPSIM_TEST_JAX_CACHE=str(checkout / ".jax-cache"))
     load_before, began = load_average(), time.perf_counter()
-    done = subprocess.run(command, cwd=checkout, capture_output=True, text=True)
+    done = subprocess.run(command, cwd=checkout, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - began
     print(done.stdout[-1500:], file=sys.stderr)
     return {
@@ -115,6 +118,9 @@ def main() -> int:
     parser.add_argument("--tiers", default="fast,slow", help="comma-separated: fast, slow, bench")
     parser.add_argument("--ref", default="", help="also run the fast tier of this commit")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--append", action="store_true", help="keep the rows of other commits and tiers"
+    )
     args = parser.parse_args()
     head = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
@@ -122,7 +128,7 @@ def main() -> int:
         text=True,
         check=True,
     ).stdout.strip()
-    jobs = [(head, tier) for tier in args.tiers.split(",")]
+    jobs = [(head, tier) for tier in args.tiers.split(",") if tier]
     if args.ref:
         jobs.append((args.ref, "fast"))
     rows = []
@@ -131,11 +137,16 @@ def main() -> int:
         print(f"{commit} {tier}: {' '.join(TIERS[tier]) or '(fast)'} ...", file=sys.stderr)
         rows.append({"commit": commit, **run_tier(checkout, tier)})
         shutil.rmtree(checkout, ignore_errors=True)
+    results_json = RESULTS_DIR / "suite_time.json"
+    if args.append and results_json.exists():
+        new = {(row["commit"], row["tier"]) for row in rows}
+        kept = json.loads(results_json.read_text())
+        rows = [row for row in kept if (row["commit"], row["tier"]) not in new] + rows
     text = tables(rows)
     print(text)
     if not args.no_write:
         RESULTS_DIR.mkdir(exist_ok=True)
-        (RESULTS_DIR / "suite_time.json").write_text(json.dumps(rows, indent=2) + "\n")
+        results_json.write_text(json.dumps(rows, indent=2) + "\n")
         command = "python bench/suite_time.py " + " ".join(sys.argv[1:])
         update_section(SECTION, f"{SECTION}\n\nCommand: `{command.strip()}`\n\n{text}\n")
     return 0 if all(row["returncode"] == 0 for row in rows) else 1
