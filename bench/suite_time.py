@@ -1,7 +1,7 @@
 """How long the test tiers take from a clean clone (issue 31 §2).
 
     python bench/suite_time.py                           # HEAD's fast and slow tiers
-    python bench/suite_time.py --tiers "" --ref 54cda80 --append  # an earlier commit's fast tier
+    python bench/suite_time.py --tiers '' --ref 54cda80 --append  # an earlier commit's fast tier
 
 Each tier is the README's command, ``python -m pytest -q`` (the fast tier) or with
 ``-m slow`` / ``-m bench``, run in a fresh ``git clone`` of the commit made beside this
@@ -23,6 +23,7 @@ import argparse
 import collections
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import time
@@ -147,8 +148,8 @@ def main() -> int:
     if not args.no_write:
         RESULTS_DIR.mkdir(exist_ok=True)
         results_json.write_text(json.dumps(rows, indent=2) + "\n")
-        command = "python bench/suite_time.py " + " ".join(sys.argv[1:])
-        update_section(SECTION, f"{SECTION}\n\nCommand: `{command.strip()}`\n\n{text}\n")
+        command = shlex.join(["python", "bench/suite_time.py", *sys.argv[1:]])
+        update_section(SECTION, f"{SECTION}\n\nCommand: `{command}`\n\n{text}\n")
     return 0 if all(row["returncode"] == 0 for row in rows) else 1
 
 
