@@ -27,10 +27,10 @@ import os
 import statistics
 import subprocess
 import tempfile
-import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
 from bench.harness import REPO, RESULTS_DIR, load_average, update_section
+from bench.suite_time import junit_cases
 from capsim.eval.correlation import format_table
 
 SECTION = "## Process tests under load"
@@ -81,13 +81,7 @@ def run_round(files: list[Path], junit: Path) -> dict[str, tuple[str, float]]:
     """One run of ``files``: each test's outcome and seconds."""
     command = [sys.executable, "-m", "pytest", "-q", *map(str, files), f"--junitxml={junit}"]
     subprocess.run(command, cwd=REPO, capture_output=True, text=True)
-    outcomes = {}
-    for case in ET.parse(junit).iter("testcase"):
-        name = f"{case.get('classname', '').rsplit('.', 1)[-1]}::{case.get('name')}"
-        tags = {child.tag for child in case} & {"skipped", "failure", "error"}
-        outcome = "skipped" if "skipped" in tags else "failed" if tags else "passed"
-        outcomes[name] = (outcome, float(case.get("time", 0)))
-    return outcomes
+    return {name: (outcome, seconds) for name, outcome, seconds in junit_cases(junit)}
 
 
 def summarize(rounds: list[dict[str, tuple[str, float]]]) -> list[dict]:

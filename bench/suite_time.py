@@ -46,18 +46,26 @@ def clone(commit: str) -> Path:
     return dest
 
 
+def junit_cases(junit: Path) -> list[tuple[str, str, float]]:
+    """(test_file::test, outcome, seconds) of every test case in pytest's JUnit XML."""
+    cases = []
+    for case in ET.parse(junit).iter("testcase"):
+        module = case.get("classname", "").rsplit(".", 1)[-1]  # tests.test_x -> test_x
+        tags = {child.tag for child in case} & {"skipped", "failure", "error"}
+        outcome = "skipped" if "skipped" in tags else "failed" if tags else "passed"
+        cases.append((f"{module}::{case.get('name')}", outcome, float(case.get("time", 0))))
+    return cases
+
+
 def read_junit(junit: Path) -> dict:
     """Counts of passed/failed/skipped, seconds per test file, and the slowest tests."""
     per_file: collections.Counter = collections.Counter()
     counts: collections.Counter = collections.Counter()
     tests = []
-    for case in ET.parse(junit).iter("testcase"):
-        seconds = float(case.get("time", 0))
-        module = case.get("classname", "").rsplit(".", 1)[-1]  # tests.test_x -> test_x
-        per_file[module] += seconds
-        tests.append((seconds, f"{module}::{case.get('name')}"))
-        outcomes = {child.tag for child in case} & {"skipped", "failure", "error"}
-        counts["skipped" if "skipped" in outcomes else "failed" if outcomes else "passed"] += 1
+    for name, outcome, seconds in junit_cases(junit):
+        per_file[name.split("::")[0]] += seconds
+        tests.append((seconds, name))
+        counts[outcome] += 1
     return {
         "counts": {key: counts[key] for key in ("passed", "failed", "skipped")},
         "per_file_s": {name: round(s, 1) for name, s in per_file.most_common()},
