@@ -21,6 +21,7 @@ from bench.harness import load_average, ratio_summary, time_rounds
 from capsim.eval import cocoeval
 from capsim.eval.meteor import Meteor
 from capsim.eval.ngram import Bleu, CiderD, Rouge
+from capsim.eval.ptb import ptb_tokenize
 from i2ce_jax.scorer import I2CEScorer
 
 SUITE_METRICS = ("tokenise", "BLEU", "METEOR", "ROUGE-L", "CIDEr", "I2CE")
@@ -91,7 +92,7 @@ def _suite_metrics(gts: Mapping, res: Mapping) -> tuple[dict, dict]:
     ours_tokens: dict = {}
 
     def ours_tokenise() -> None:
-        ours_tokens.update(gts=cocoeval.ptb_tokenize(gts), res=cocoeval.ptb_tokenize(res))
+        ours_tokens.update(gts=ptb_tokenize(gts), res=ptb_tokenize(res))
 
     def ours(scorer: Callable) -> Callable[[], None]:
         return lambda: scorer().compute_score(ours_tokens["gts"], ours_tokens["res"])

@@ -17,8 +17,8 @@ from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
 from bench import harness, minilm
 from bench.harness import load_average, ratio_summary, time_rounds, update_section
-from capsim import text
 from capsim.eval.ngram import Bleu, CiderD
+from capsim.eval.ptb import ptb_tokenize
 from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 
@@ -49,7 +49,7 @@ def _capsim_bleu_cider(gts: Mapping, res: Mapping) -> None:
 
 def _pretokenised(captions: Mapping) -> dict:
     """The text pycocoevalcap's PTBTokenizer returns (capsim's tokenizer matches it)."""
-    return {k: [" ".join(text.tokenize_for_metrics(c)) for c in v] for k, v in captions.items()}
+    return ptb_tokenize(captions)
 
 
 def measure_scoring(

@@ -1,9 +1,8 @@
 """Tokenisation, vocabularies and padded encoding shared by every model and metric.
 
-Two tokenisers live here because two consumers need different things: models
-want every token (punctuation carries signal for a language model), while the
-n-gram metrics must see exactly what pycocoevalcap's Java PTBTokenizer produces,
-so their scores stay comparable with published numbers.
+Models want every token (punctuation carries signal for a language model); the
+n-gram metrics read pycocoevalcap's PTBTokenizer output instead, which
+capsim.eval.ptb reproduces.
 """
 
 from __future__ import annotations
@@ -48,36 +47,6 @@ _SPLIT_WORDS = {"cannot": ("can", "not")}
 # Typographic quotes are folded to ASCII so "it’s" splits like "it's".
 _QUOTE_FOLD = str.maketrans({"\u2019": "'", "\u2018": "'", "\u201c": '"', "\u201d": '"'})
 
-# Tokens pycocoevalcap's PTBTokenizer drops after tokenising (its PUNCTUATIONS
-# list), plus the raw characters that Java's tokenizer rewrites into those forms
-# (double quotes become `` or '', brackets become -LRB- and friends).
-METRIC_PUNCTUATION = frozenset(
-    [
-        "''",
-        "'",
-        "``",
-        "`",
-        "-lrb-",
-        "-rrb-",
-        "-lcb-",
-        "-rcb-",
-        ".",
-        "?",
-        "!",
-        ",",
-        ":",
-        "-",
-        "--",
-        "...",
-        ";",
-        '"',
-        "(",
-        ")",
-        "{",
-        "}",
-    ]
-)
-
 
 def tokenize(text: str) -> list[str]:
     """Lower-cased PTB-like tokens, punctuation kept as tokens."""
@@ -94,11 +63,6 @@ def tokenize(text: str) -> list[str]:
         else:
             tokens.append(token)
     return tokens
-
-
-def tokenize_for_metrics(text: str) -> list[str]:
-    """Tokens as pycocoevalcap's PTBTokenizer returns them: lower-case, punctuation dropped."""
-    return [token for token in tokenize(text) if token not in METRIC_PUNCTUATION]
 
 
 @dataclasses.dataclass

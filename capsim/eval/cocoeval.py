@@ -7,10 +7,10 @@
 
     python -m capsim.eval.cocoeval --annotations captions.json --results results.json [--out F]
 
-The PTB tokenisation, BLEU-1..4, ROUGE-L and CIDEr-D come from capsim.eval.ngram
-(equal to pycocoevalcap's to 1e-6) and METEOR 1.5 from capsim.eval.meteor
-(equal to the jar on 98.5% of Flickr8k-Expert and 97.7% of COCO captions, corpus
-within 1.4e-4); no Java is needed. ``I2CE`` is the packaged ``base`` model's score
+The PTB tokenisation comes from capsim.eval.ptb (the jar's tokens on every caption
+of the differential tests), BLEU-1..4, ROUGE-L and CIDEr-D from capsim.eval.ngram
+and METEOR 1.5 from capsim.eval.meteor (the jar's score on every caption of the
+differential tests); no Java is needed. ``I2CE`` is the packaged ``base`` model's score
 (capsim's one import of i2ce_jax, made when it runs), computed in a thread beside the
 other metrics. SPICE runs through pycocoevalcap's Java SPICE
 when Stanford CoreNLP is installed beside it; otherwise ``.eval["SPICE"]`` is
@@ -27,7 +27,7 @@ import importlib.util
 import json
 import shutil
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from capsim.cache import use_compilation_cache
 from capsim.data.captions import read_json_file
 from capsim.errors import CapsimError, CaptionError, DataFormatError
 from capsim.eval.ngram import Bleu, CiderD, Rouge
-from capsim.text import tokenize_for_metrics
+from capsim.eval.ptb import ptb_tokenize
 
 BLEU_KEYS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4")
 CORENLP_JAR = "stanford-corenlp-3.6.0.jar"
@@ -73,22 +73,6 @@ def spice_unavailable_reason() -> str | None:
     if not (Path(spec.origin).parent / "spice" / "lib" / CORENLP_JAR).is_file():
         return f"SPICE not computed: needs {SPICE_HINT}; Stanford CoreNLP is not installed"
     return None
-
-
-def ptb_tokenize(captions: Mapping[Any, Sequence[str]]) -> dict[Any, list[str]]:
-    """pycocoevalcap's PTBTokenizer output (lower case, punctuation dropped, space-joined).
-
-    Each distinct caption is tokenised once: a reference of several images, or a candidate
-    that is another image's reference, is common.
-    """
-    done: dict[str, str] = {}
-
-    def tokens(caption: str) -> str:
-        if caption not in done:
-            done[caption] = " ".join(tokenize_for_metrics(caption))
-        return done[caption]
-
-    return {key: [tokens(c) for c in texts] for key, texts in captions.items()}
 
 
 def _i2ce_scorer() -> Callable:

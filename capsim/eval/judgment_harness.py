@@ -18,7 +18,7 @@ from capsim.errors import DataFormatError
 from capsim.eval.coco_metrics import compute_caption_metrics
 from capsim.eval.correlation import MIN_SYSTEMS, kendall_tau, pearson, system_level_agreement
 from capsim.eval.judgment_sets import JudgmentProtocol, judgment_set
-from capsim.text import tokenize_for_metrics
+from capsim.eval.ptb import ptb_tokenize
 
 PERCENT = 100.0
 # A scorer follows pycocoevalcap's contract: compute_score(gts, res) -> (corpus, per-caption).
@@ -46,15 +46,9 @@ class JudgedPairs:
 def metric_tokenized(
     gts: Mapping[str, list[str]], res: Mapping[str, list[str]]
 ) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """gts/res PTB-tokenised the way pycocoevalcap's n-gram metrics expect."""
-
-    def tok(s: str) -> str:
-        return " ".join(tokenize_for_metrics(s))
-
-    return (
-        {k: [tok(r) for r in refs] for k, refs in gts.items()},
-        {k: [tok(c) for c in cands] for k, cands in res.items()},
-    )
+    """gts/res PTB-tokenised the way pycocoevalcap's n-gram metrics expect (each dict
+    tokenised as one call, as pycocoevalcap's COCOEvalCap does)."""
+    return ptb_tokenize(gts), ptb_tokenize(res)
 
 
 def group_judgments(judgments: Sequence[Judgment]) -> JudgedPairs:

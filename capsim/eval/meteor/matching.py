@@ -11,23 +11,31 @@ between a candidate's and a reference's tokens:
 - paraphrase: a phrase pair (up to 7 tokens each side) listed in the table,
   in either direction; a pair listed both ways yields two candidates.
 
-The alignment is the jar's beam search, recovered from probes of the jar
-(its -x beam size and -writeAlignments output), not from its code: the
-reference is walked left to right; at each position every partial alignment
-branches on each compatible candidate starting there (in the jar's order:
-exact, stem, synonym, then paraphrases) and on skipping it, except that a
-candidate which is the only one covering each of its words is always taken.
-Partial alignments are ranked by (matched words minus two per non-exact
-match, fewest chunks, most matched words with exact ones counted twice),
-a stable sort keeps the best BEAM_SIZE (so remaining ties go to the match
-met first), and the best at the end wins. Counting exact words twice, with
-no further tie-break, is what lets the jar's choice of an exact match over
-an equally ranked paraphrase covering more words come out; it makes about
-98.5% of Flickr8k-Expert and 97.7% of COCO captions equal the jar. The rest
-differ where the jar avoids an exact match at the same position in both
-sentences when another occurrence of the word is free (a preference visible
-in probes but not reducible to a ranking rule here), and in how it weighs a
-multi-word paraphrase against the exact matches inside it.
+The alignment is the jar's beam search over the reference, left to right. A
+partial alignment carries its credit, chunks, distance, the words it uses and
+whether a chunk is open (and where it ends in the candidate). A candidate match
+is fixed when it is the only one starting at its reference word and no other
+match covers any of its words. At every reference position p = 0..L (L the
+reference length, positions without matches included) the partials are stably
+sorted by credit (high first), chunks (few first) and distance (small first),
+and the first BEAM_SIZE are kept. Then each, in that order:
+
+- at p = L an open chunk closes (chunks + 1);
+- a partial whose taken match covers p goes on unchanged, and a fixed match at
+  p is taken;
+- otherwise each match starting at p that uses no taken word makes a branch, a
+  copy of the partial as it is now: credit + 2 for an exact match, else
+  candidate words // 2 + reference words // 2 (so a one-to-one stem, synonym
+  or paraphrase match earns nothing); chunks + 1 if an open chunk does not end
+  where the match starts in the candidate; the match's end opens the chunk.
+  After each branch the *parent's* distance (not the branch's) grows by
+  |reference start - candidate start|. The parent then goes on after its
+  branches as the path that skips p, closing an open chunk.
+
+After p = L one more sort ranks the partials the same way and the first wins.
+Chunks are counted when they close, which shapes the rankings on the way.
+Written from that description (the jar's Java is LGPL), it gives every
+Flickr8k-Expert and COCO caption of bench/meteor_agreement.py the jar's score.
 """
 
 from __future__ import annotations
@@ -252,53 +260,63 @@ def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
         all(c == 1 for c in test_cover[i : i + tl]) and all(c == 1 for c in ref_cover[j : j + rl])
         for j, _, i, tl, rl, _ in found
     ]
-    if all(unique):  # nothing to choose: every candidate is taken
+    if all(unique):  # nothing to choose: every candidate is fixed
         return [Match(i, tl, j, rl, module) for j, _, i, tl, rl, module in found]
-    # A partial alignment: (rank key, last candidate, the partial it grew from, test mask,
-    # ref mask, words, exact words, non-exact matches, chunks, end of its last match).
-    beam = [((0, 0, 0), None, None, 0, 0, 0, 0, 0, 0, (-1, -1))]
-    start = 0
-    while start < len(found):
-        stop = start + 1
-        while stop < len(found) and found[stop][0] == found[start][0]:
-            stop += 1
-        forced = stop == start + 1 and unique[start]
-        options = [
-            (candidate, ((1 << tl) - 1) << i, ((1 << rl) - 1) << j, tl + rl, module == EXACT,
-             (i, j), (i + tl, j + rl))
-            for candidate in found[start:stop]
-            for j, _, i, tl, rl, module in (candidate,)
-        ]  # fmt: skip
-        start = stop
+    # Per reference start: (candidate, test mask, ref mask, credit, test start, test end,
+    # distance, fixed).
+    options: dict[int, list[tuple]] = {}
+    for candidate, is_unique in zip(found, unique, strict=True):
+        j, _, i, tl, rl, module = candidate
+        credit = 2 if module == EXACT else tl // 2 + rl // 2
+        options.setdefault(j, []).append(
+            (candidate, ((1 << tl) - 1) << i, ((1 << rl) - 1) << j, credit, i, i + tl,
+             abs(j - i), is_unique)
+        )  # fmt: skip
+    # A partial alignment: (-credit, chunks, distance, test mask, ref mask, end of its open
+    # chunk in the test or -1, (last match, the partial's earlier link)).
+    paths: list[tuple] = [(0, 0, 0, 0, 0, -1, None)]
+    for p in range(ref_len):
+        paths.sort(key=_rank)
+        del paths[BEAM_SIZE:]
+        here = options.get(p, ())
+        fixed = here[0] if len(here) == 1 and here[0][7] else None
+        bit = 1 << p
         grown = []
-        for partial in beam:
-            _, _, _, tmask, rmask, words, exact, inexact, chunks, end = partial
-            took = False
-            for candidate, tm, rm, size, is_exact, m_start, m_end in options:
-                if tmask & tm or rmask & rm:
-                    continue
-                w = words + size
-                e = exact + size if is_exact else exact
-                n = inexact if is_exact else inexact + 1
-                c = chunks if end == m_start else chunks + 1
+        for path in paths:
+            neg_credit, chunks, distance, tmask, rmask, open_end, link = path
+            if rmask & bit:
+                grown.append(path)
+            elif fixed is not None:
+                candidate, tm, rm, credit, start, end, shift, _ = fixed
                 grown.append(
-                    ((2 * n - w, c, -w - e), candidate, partial, tmask | tm, rmask | rm, w, e, n,
-                     c, m_end)
+                    (neg_credit - credit, chunks + (0 <= open_end != start), distance + shift,
+                     tmask | tm, rmask | rm, end, (candidate, link))
                 )  # fmt: skip
-                took = True
-            if not (forced and took):
-                grown.append(partial)
-        grown.sort(key=_rank)
-        beam = grown[:BEAM_SIZE]
-    matches, partial = [], beam[0]
-    while partial[1] is not None:
-        j, _, i, tl, rl, module = partial[1]
+            else:
+                for candidate, tm, rm, credit, start, end, shift, _ in here:
+                    if tmask & tm or rmask & rm:
+                        continue
+                    grown.append(
+                        (neg_credit - credit, chunks + (0 <= open_end != start), distance,
+                         tmask | tm, rmask | rm, end, (candidate, link))
+                    )  # fmt: skip
+                    distance += shift
+                grown.append(
+                    (neg_credit, chunks + (open_end >= 0), distance, tmask, rmask, -1, link)
+                )
+        paths = grown
+    paths.sort(key=_rank)
+    del paths[BEAM_SIZE:]
+    # At p = L every open chunk closes; the final ranking has no further key.
+    link = min(paths, key=lambda path: (path[0], path[1] + (path[5] >= 0), path[2]))[6]
+    matches = []
+    while link is not None:
+        (j, _, i, tl, rl, module), link = link
         matches.append(Match(i, tl, j, rl, module))
-        partial = partial[2]
     return matches[::-1]
 
 
-_rank = operator.itemgetter(0)
+_rank = operator.itemgetter(0, 1, 2)
 
 
 def chunk_count(matches: Sequence[Match]) -> int:
