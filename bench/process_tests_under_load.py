@@ -80,7 +80,9 @@ def busy_cores(count: int) -> Iterator[None]:
 def run_round(files: list[Path], junit: Path) -> dict[str, tuple[str, float]]:
     """One run of ``files``: each test's outcome and seconds."""
     command = [sys.executable, "-m", "pytest", "-q", *map(str, files), f"--junitxml={junit}"]
-    subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    run = subprocess.run(command, cwd=REPO, capture_output=True, text=True)
+    if run.returncode != 0:  # keep why: the round's table only says that it failed
+        print(run.stdout[-6000:], file=sys.stderr)
     return {name: (outcome, seconds) for name, outcome, seconds in junit_cases(junit)}
 
 

@@ -32,7 +32,7 @@ import tempfile
 import time
 import unicodedata
 
-from bench.harness import SHARED_DATA, update_section
+from bench.harness import SHARED_DATA, load_average, update_section
 from capsim.eval import ptb
 from capsim.eval.correlation import format_table
 
@@ -234,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.probe_characters:
         probe_characters(Path(ptb.__file__).with_name("ptb_characters.txt"))
         return 0
+    load_before = load_average()
     sets = {
         **real_sentences(),
         f"generated (seed 0, {args.generated})": generated_lines(args.generated),
@@ -245,15 +246,19 @@ def main(argv: list[str] | None = None) -> int:
          for r in rows],
         ["set", "lines", "equal to the jar", "share", "python s"],
     )  # fmt: skip
-    print(table)
     differing = [case for row in rows for case in row["differing"]]
-    for line, jar, ours in differing[: args.show]:
-        print(f"- {line!r}\n  jar:  {jar}\n  ours: {ours}")
+    shown = "".join(f"- `{s!r}`: jar `{j}`, ours `{o}`\n" for s, j, o in differing[: args.show])
+    text = (
+        f"{table}\n\nLoad average {load_before:.2f} before, {load_average():.2f} after. "
+        f"{len(differing)} lines differ"
+        + (f"; the first {args.show}:\n\n{shown}" if shown else ".\n")
+    )
+    print(text)
     if args.write:
         command = "python bench/ptb_agreement.py " + " ".join(
             argv if argv is not None else sys.argv[1:]
         )
-        update_section(SECTION, f"{SECTION}\n\nCommand: `{command.strip()}`\n\n{table}\n")
+        update_section(SECTION, f"{SECTION}\n\nCommand: `{command.strip()}`\n\n{text}")
     return 1 if differing else 0
 
 

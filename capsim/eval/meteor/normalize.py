@@ -25,7 +25,7 @@ NUMERIC_ONLY = "#NUMERIC_ONLY#"
 
 _QUOTES = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "`": "'"})
 _SPACES = re.compile(f"[{SPACE_CHARS}]")
-_WORD_HYPHEN = re.compile(f"([{WORD_CHARS}])-([{WORD_CHARS}])")
+_WORD_HYPHEN = re.compile(f"([{WORD_CHARS}.])-([{WORD_CHARS}])")
 _SPECIAL = re.compile(f"([^{_KEPT}])")
 _MULTI_DOT = re.compile(r"\.{2,}")
 _COMMA_RULES = (
