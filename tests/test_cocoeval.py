@@ -194,3 +194,50 @@ def test_two_results_for_one_image_name_it(files):
     evaluator.params["image_id"] = results.getImgIds()
     with pytest.raises(cocoeval.CaptionError, match=rf"{image}.*expected one result caption"):
         evaluator.evaluate(verbose=False)
+
+
+def _shuffled_results(files, folder: Path, drop_last: bool = False) -> Path:
+    """A worse system: each image gets the previous image's result caption."""
+    results = json.loads(files[1].read_text())
+    captions = [r["caption"] for r in results]
+    shuffled = [
+        {"image_id": r["image_id"], "caption": captions[k - 1]} for k, r in enumerate(results)
+    ]
+    path = folder / "shuffled.json"
+    path.write_text(json.dumps(shuffled[:-1] if drop_last else shuffled))
+    return path
+
+
+def test_two_systems_get_intervals_and_paired_p_values(files, capsim_eval, tmp_path, capsys):
+    """The CLI's --bootstrap report equals COCOEvalCap.bootstrap on the same evaluations."""
+    other = _shuffled_results(files, tmp_path)
+    out = tmp_path / "bootstrap.json"
+    command = ["--annotations", str(files[0]), "--results", str(files[1])]
+    command += ["--results", str(other), "--bootstrap", "200", "--seed", "4", "--out", str(out)]
+    assert cocoeval.main(command) == 0
+    printed = capsys.readouterr().out
+    report = json.loads(out.read_text())
+    assert list(report["systems"]) == ["results", "shuffled"]
+    for key in (*SHARED_KEYS, "I2CE"):
+        cell = report["systems"]["results"][key]
+        assert cell["score"] == pytest.approx(capsim_eval.eval[key], abs=1e-12)
+        assert cell["ci_low"] <= cell["score"] <= cell["ci_high"]
+        assert 0 < report["comparisons"]["shuffled"][key]["p_value"] <= 1
+    cider = report["comparisons"]["shuffled"]["CIDEr"]
+    assert cider["delta"] < 0 and cider["p_value"] < 0.05  # another image's caption is worse
+    assert "shuffled against results (paired)" in printed
+    coco, results = cocoeval.load_files(files[0], other)
+    shuffled = COCOEvalCap(coco, results)
+    shuffled.params["image_id"] = capsim_eval.params["image_id"]
+    shuffled.evaluate(verbose=False)
+    api = capsim_eval.bootstrap(200, seed=4, others={"shuffled": shuffled}, name="results")
+    assert json.loads(json.dumps(api)) == report
+
+
+def test_a_second_system_missing_an_image_is_refused_naming_it(files, tmp_path, capsys):
+    other = _shuffled_results(files, tmp_path, drop_last=True)
+    missing = json.loads(files[1].read_text())[-1]["image_id"]
+    command = ["--annotations", str(files[0]), "--results", str(files[1])]
+    assert cocoeval.main([*command, "--results", str(other), "--bootstrap", "50"]) == 1
+    error = capsys.readouterr().err
+    assert f"{other}: has no result for image {missing}" in error

@@ -6,6 +6,10 @@
     evaluator.evaluate()            # .eval, .imgToEval, .evalImgs as pycocoevalcap fills them
 
     python -m capsim.eval.cocoeval --annotations captions.json --results results.json [--out F]
+    python -m capsim.eval.cocoeval --annotations A.json --results sysA.json
+        --results sysB.json --bootstrap 1000 --seed 0   # intervals; p-values against sysA
+
+``evaluator.bootstrap(...)`` does the same from Python (capsim.eval.bootstrap says how).
 
 The PTB tokenisation comes from capsim.eval.ptb (the jar's tokens on every caption
 of the differential tests), BLEU-1..4, ROUGE-L and CIDEr-D from capsim.eval.ngram
@@ -22,22 +26,22 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import functools
 import importlib.util
 import json
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from capsim.cache import use_compilation_cache
 from capsim.data.captions import read_json_file
 from capsim.errors import CapsimError, CaptionError, DataFormatError
+from capsim.eval import bootstrap
 from capsim.eval.ngram import Bleu, CiderD, Rouge
 from capsim.eval.ptb import ptb_tokenize
 
-BLEU_KEYS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4")
+BLEU_KEYS = bootstrap.BLEU_KEYS
 CORENLP_JAR = "stanford-corenlp-3.6.0.jar"
 SPICE_HINT = (
     "pycocoevalcap's Java SPICE with Stanford CoreNLP 3.6.0 installed beside it "
@@ -81,16 +85,18 @@ def _i2ce_scorer() -> Callable:
     return I2CEScorer.pretrained().compute_score
 
 
-def _meteor_scorer() -> Callable:
+def _meteor_statistics() -> Callable:
     from capsim.eval.meteor import Meteor
 
-    return Meteor().compute_score
+    return Meteor().statistics
 
 
-def _spice_scorer() -> Callable:
+def _spice_scores(gts: dict, res: dict) -> list[float]:
+    """pycocoevalcap's SPICE F-score per image (its own per-image value is a dict)."""
     from pycocoevalcap.spice.spice import Spice
 
-    return Spice().compute_score
+    _, scores = Spice().compute_score(gts, res)
+    return [s["All"]["f"] if isinstance(s, dict) else s for s in scores]
 
 
 class COCOEvalCap:
@@ -105,12 +111,13 @@ class COCOEvalCap:
         self.cocoRes = cocoRes
         self.params = {"image_id": coco.getImgIds()}
         self.empty_candidates: list = []  # images whose result is empty after tokenising
+        self.metric_rows: list[bootstrap.MetricRows] = []  # per-image rows, for bootstrap()
 
     def _captions(self) -> tuple[dict, dict]:
         gts, res = {}, {}
         for image_id in self.params["image_id"]:
             references = [a["caption"] for a in self.coco.imgToAnns[image_id]]
-            results = [a["caption"] for a in self.cocoRes.imgToAnns[image_id]]
+            results = [a["caption"] for a in self.cocoRes.imgToAnns.get(image_id, [])]
             if not references:
                 raise CaptionError(image_id, "image has no reference caption in the annotations")
             if len(results) != 1:
@@ -130,34 +137,34 @@ class COCOEvalCap:
         if verbose and self.empty_candidates:
             print(f"{len(self.empty_candidates)} empty captions score 0: {self.empty_candidates}")
         spice_reason = spice_unavailable_reason()
+        self.metric_rows = []
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as background:
             # I2CE's encoder runs outside the GIL: started first, it overlaps the Python metrics.
             i2ce = background.submit(_i2ce_scorer(), raw_gts, raw_res)  # it reads raw text
-            metrics = [  # (a call giving (score, per-image scores), or None; its keys)
-                (functools.partial(Bleu(4).compute_score, gts, res), BLEU_KEYS),
-                (functools.partial(_meteor_scorer(), gts, res), ("METEOR",)),
-                (functools.partial(Rouge().compute_score, gts, res), ("ROUGE_L",)),
-                (functools.partial(CiderD().compute_score, gts, res), ("CIDEr",)),
-                (
-                    None if spice_reason else functools.partial(_spice_scorer(), gts, res),
-                    ("SPICE",),
-                ),
-                (i2ce.result, ("I2CE",)),
-            ]
-            for compute, methods in metrics:
+            metrics = [  # calls giving each metric's per-image rows (None: SPICE unavailable)
+                lambda: bootstrap.bleu_rows(Bleu(4).statistics(gts, res)),
+                lambda: bootstrap.meteor_rows(_meteor_statistics()(gts, res)),
+                lambda: bootstrap.mean_rows("ROUGE_L", Rouge().compute_score(gts, res)[1]),
+                lambda: bootstrap.mean_rows("CIDEr", CiderD().compute_score(gts, res)[1]),
+                None if spice_reason else lambda: bootstrap.mean_rows("SPICE", _spice_scores(gts, res)),
+                lambda: bootstrap.mean_rows("I2CE", i2ce.result()[1]),
+            ]  # fmt: skip
+            for compute in metrics:
                 if compute is None:
-                    self.setEval(Unavailable(spice_reason), methods[0])
+                    self.setEval(Unavailable(spice_reason), "SPICE")
                     if verbose:
                         print(spice_reason)
                     continue
-                score, scores = compute()
-                if len(methods) == 1:
-                    score, scores = [score], [scores]
-                for method, value, per_image in zip(methods, score, scores, strict=True):
-                    self.setEval(float(value), method)
-                    self.setImgToEvalImgs(per_image, list(gts), method)
+                rows = compute()
+                self.metric_rows.append(rows)
+                count = rows.rows.shape[0]
+                corpus = rows.score(rows.rows.sum(axis=0, keepdims=True), count)[0]
+                per_image = rows.score(rows.rows, 1)
+                for k, method in enumerate(rows.keys):
+                    self.setEval(float(corpus[k]), method)
+                    self.setImgToEvalImgs(per_image[:, k], list(gts), method)
                     if verbose:
-                        print(f"{method}: {float(value):0.3f}")
+                        print(f"{method}: {float(corpus[k]):0.3f}")
         self.setEvalImgs()
 
     def setEval(self, score: float, method: str) -> None:
@@ -169,6 +176,30 @@ class COCOEvalCap:
 
     def setEvalImgs(self) -> None:
         self.evalImgs = list(self.imgToEval.values())
+
+    def bootstrap(
+        self,
+        resamples: int = 1000,
+        seed: int = 0,
+        confidence: float = 0.95,
+        others: Mapping[str, COCOEvalCap] | None = None,
+        name: str = "system",
+    ) -> dict:
+        """Each metric's score with its bootstrap interval over images and, for each of
+        ``others`` (evaluated on the same images), the difference to this system with a
+        paired bootstrap and an approximate-randomization p-value; see capsim.eval.bootstrap.
+        Call evaluate() on every evaluator first."""
+        systems = {name: self, **(others or {})}
+        for other_name, evaluator in systems.items():
+            if not evaluator.metric_rows:
+                raise ValueError(f"{other_name}: call evaluate() before bootstrap()")
+            if list(evaluator.imgToEval) != list(self.imgToEval):
+                raise ValueError(
+                    f"{other_name} was scored on other images than {name}: paired tests "
+                    "need the same images (set params['image_id'] alike)"
+                )
+        rows = {n: e.metric_rows for n, e in systems.items()}
+        return bootstrap.bootstrap(rows, resamples=resamples, seed=seed, confidence=confidence)
 
 
 class CaptionFile:
@@ -217,20 +248,33 @@ def load_files(annotations: str | Path, results: str | Path) -> tuple[CaptionFil
     return coco, CaptionFile(result_entries)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--annotations", required=True, help="COCO captions JSON (references)")
-    parser.add_argument("--results", required=True, help="results JSON: [{image_id, caption}]")
-    parser.add_argument("--out", help="JSON to write (default: <results>.scores.json)")
-    args = parser.parse_args(argv)
-    try:
-        coco, results = load_files(args.annotations, args.results)
-        evaluator = COCOEvalCap(coco, results)
-        evaluator.params["image_id"] = results.getImgIds()
-        evaluator.evaluate(verbose=False)
-    except (CapsimError, FileNotFoundError) as error:
-        print(f"capsim.eval.cocoeval: error: {error}", file=sys.stderr)
-        return 1
+def _system_names(paths: Sequence[str]) -> list[str]:
+    """Each results file's stem, or its path where two stems are alike."""
+    stems = [Path(path).stem for path in paths]
+    return stems if len(set(stems)) == len(stems) else list(paths)
+
+
+def evaluate_file(
+    annotations: str | Path, results: str | Path, image_ids: list | None = None
+) -> COCOEvalCap:
+    """A results file scored against an annotations file, on ``image_ids`` (another
+    system's, for a paired comparison) or on every image it has a result for."""
+    coco, result_file = load_files(annotations, results)
+    missing = [i for i in image_ids or () if not result_file.imgToAnns.get(i)]
+    if missing:
+        raise DataFormatError(
+            results,
+            f"has no result for image {missing[0]!r} ({len(missing)} images in all) of the "
+            "system it is compared with: systems are compared on the same images",
+        )
+    evaluator = COCOEvalCap(coco, result_file)
+    evaluator.params["image_id"] = image_ids or result_file.getImgIds()
+    evaluator.evaluate(verbose=False)
+    return evaluator
+
+
+def _write_scores(evaluator: COCOEvalCap, out: Path) -> None:
+    """The table on screen and the JSON report of one system."""
     print("| metric | score |\n|---|---|")
     for name, value in evaluator.eval.items():
         shown = "n/a" if isinstance(value, Unavailable) else f"{value:.4f}"
@@ -241,7 +285,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if evaluator.empty_candidates:
         shown = ", ".join(map(str, evaluator.empty_candidates))
         print(f"{len(evaluator.empty_candidates)} empty captions scored 0 (images {shown})")
-    out = Path(args.out or f"{args.results}.scores.json")
     computed = {n: v for n, v in evaluator.eval.items() if n not in skipped}
     report = {
         "eval": computed,
@@ -251,6 +294,59 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     out.write_text(json.dumps(report, indent=1), encoding="utf-8")
     print(f"wrote {out}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--annotations", required=True, help="COCO captions JSON (references)")
+    parser.add_argument(
+        "--results",
+        required=True,
+        action="append",
+        help="results JSON: [{image_id, caption}]; repeat to compare systems on the first "
+        "one's images (the first is the baseline)",
+    )
+    parser.add_argument(
+        "--bootstrap",
+        type=int,
+        default=0,
+        metavar="N",
+        help="N resamples of the images: 95%% intervals, and paired p-values against the "
+        "first system",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="the resamples' seed")
+    parser.add_argument("--confidence", type=float, default=0.95, help="interval coverage")
+    parser.add_argument(
+        "--out",
+        help="JSON to write: one system's scores (default <results>.scores.json), or with "
+        "--bootstrap the comparison (default <first results>.bootstrap.json)",
+    )
+    args = parser.parse_args(argv)
+    names = _system_names(args.results)
+    try:
+        evaluators: dict[str, COCOEvalCap] = {}
+        for name, results in zip(names, args.results, strict=True):
+            first = next(iter(evaluators.values()), None)  # the others score its images
+            evaluator = evaluate_file(args.annotations, results, first and first.params["image_id"])
+            evaluators[name] = evaluator
+            if not args.bootstrap:
+                if len(names) > 1:
+                    print(f"\n{name}:")
+                out = args.out if len(names) == 1 else None
+                _write_scores(evaluator, Path(out or f"{results}.scores.json"))
+        if args.bootstrap:
+            baseline, *others = evaluators.items()
+            report = baseline[1].bootstrap(
+                args.bootstrap, args.seed, args.confidence, dict(others), name=baseline[0]
+            )
+    except (CapsimError, FileNotFoundError, ValueError) as error:
+        print(f"capsim.eval.cocoeval: error: {error}", file=sys.stderr)
+        return 1
+    if args.bootstrap:
+        print(bootstrap.format_report(report))
+        out = Path(args.out or f"{args.results[0]}.bootstrap.json")
+        out.write_text(json.dumps(report, indent=1), encoding="utf-8")
+        print(f"wrote {out}")
     return 0
 
 

@@ -190,6 +190,15 @@ class Bleu:
         self, gts: References, res: Candidates
     ) -> tuple[list[float], list[list[float]]]:
         """Returns ([BLEU-1..n corpus], [per-caption BLEU-1 list, ..., BLEU-n list])."""
+        statistics = self.statistics(gts, res)
+        per_caption = self.from_statistics(statistics)
+        corpus = self.from_statistics(statistics.sum(axis=0, keepdims=True))
+        return corpus[0].tolist(), per_caption.T.tolist()
+
+    def statistics(self, gts: References, res: Candidates) -> np.ndarray:
+        """[captions, 2n + 2]: clipped n-gram matches (n), candidate n-grams (n), candidate
+        length, closest reference length. Summed over captions they give the corpus score,
+        so a bootstrap resamples these rows."""
         pairs = pair_ngrams(gts, res, self.n)
         counts, lengths = pairs.ngrams.counts, pairs.ngrams.lengths
         num_pairs = len(pairs.candidate_rows)
@@ -218,14 +227,17 @@ class Bleu:
         ranked = np.lexsort((reference_lengths, distance, pairs.reference_owner))
         first_of_pair = np.cumsum(pairs.num_references) - pairs.num_references
         closest_lengths = reference_lengths[ranked[first_of_pair]]
-        per_caption = self._bleu(correct, guess, test_lengths, closest_lengths)
-        corpus = self._bleu(
-            correct.sum(axis=0, keepdims=True),
-            guess.sum(axis=0, keepdims=True),
-            test_lengths.sum(keepdims=True),
-            closest_lengths.sum(keepdims=True),
+        return np.column_stack([correct, guess, test_lengths, closest_lengths]).astype(np.float64)
+
+    def from_statistics(self, statistics: np.ndarray) -> np.ndarray:
+        """[rows, n] BLEU-1..n of rows of (summed) ``statistics``."""
+        n = self.n
+        return self._bleu(
+            statistics[:, :n],
+            statistics[:, n : 2 * n],
+            statistics[:, 2 * n],
+            statistics[:, 2 * n + 1],
         )
-        return corpus[0].tolist(), per_caption.T.tolist()
 
     def _bleu(
         self,

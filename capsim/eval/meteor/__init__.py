@@ -9,6 +9,6 @@ tier and the full sets in the slow one).
 """
 
 from capsim.eval.meteor.resources import MeteorResourceError
-from capsim.eval.meteor.scorer import Meteor, corpus_stats, meteor_from_stats
+from capsim.eval.meteor.scorer import Meteor, corpus_stats, meteor_from_stats, summable
 
-__all__ = ["Meteor", "MeteorResourceError", "corpus_stats", "meteor_from_stats"]
+__all__ = ["Meteor", "MeteorResourceError", "corpus_stats", "meteor_from_stats", "summable"]

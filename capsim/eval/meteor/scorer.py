@@ -60,14 +60,17 @@ def meteor_from_stats(stats: Sequence[float]) -> float:
 
 
 def corpus_stats(per_caption: Sequence[Sequence[float]]) -> np.ndarray:
-    """The captions' statistics summed as the jar's EVAL does.
+    """The captions' statistics summed as the jar's EVAL does."""
+    return summable(per_caption).sum(axis=0)
 
-    A caption matched word for word in one chunk (no fragmentation penalty)
-    adds no chunk to the corpus count.
-    """
-    total = np.sum(np.asarray(per_caption, dtype=np.float64), axis=0)
-    total[CHUNKS] -= sum(1 for s in per_caption if _unfragmented(s))
-    return total
+
+def summable(per_caption: Sequence[Sequence[float]]) -> np.ndarray:
+    """[captions, 23] rows whose sum over any set of captions is the jar's EVAL
+    aggregate of them: a caption matched word for word in one chunk (no
+    fragmentation penalty) adds no chunk to the corpus count."""
+    rows = np.array(per_caption, dtype=np.float64).reshape(len(per_caption), -1)
+    rows[:, CHUNKS] -= [_unfragmented(s) for s in rows]
+    return rows
 
 
 def _unfragmented(stats: Sequence[float]) -> bool:
@@ -131,16 +134,20 @@ class Meteor:
 
     def compute_score(self, gts: References, res: Candidates) -> tuple[float, list[float]]:
         """Returns (corpus METEOR, per-caption METEOR in the order of ``gts``)."""
+        stats = self.statistics(gts, res)
+        scores = [meteor_from_stats(s) for s in stats]
+        return meteor_from_stats(corpus_stats(stats)), scores
+
+    def statistics(self, gts: References, res: Candidates) -> list[tuple[int, ...]]:
+        """Each caption's 23 statistics (its best reference's), in the order of ``gts``."""
         candidates, references = _checked_inputs(gts, res)
         with _cyclic_gc_paused():
             sentences = self._sentences({*candidates, *(r for refs in references for r in refs)})
             reach = self._phrases.within([s.phrases for s in sentences.values()])
-            stats = [
+            return [
                 self._caption_stats(sentences[c], [sentences[r] for r in refs], reach)
                 for c, refs in zip(candidates, references, strict=True)
             ]
-        scores = [meteor_from_stats(s) for s in stats]
-        return meteor_from_stats(corpus_stats(stats)), scores
 
     def _sentences(self, texts: set[str]) -> dict[str, matching.Sentence]:
         """Each distinct caption normalized and prepared for the matchers, once."""
