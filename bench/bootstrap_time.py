@@ -29,6 +29,7 @@ from capsim.cache import use_compilation_cache
 from capsim.eval import cocoeval
 from capsim.eval.bootstrap import format_report
 from capsim.eval.correlation import format_table
+from i2ce_jax.cocoeval import SCORERS
 
 SECTION = "## Bootstrap over images"
 REFERENCES = 4
@@ -75,9 +76,9 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         annotations, own, previous = write_systems(Path(folder), args.images)
         started = time.perf_counter()
-        first = cocoeval.evaluate_file(str(annotations), str(own), None)
+        first = cocoeval.evaluate_file(annotations, own, None, SCORERS)
         evaluation_seconds = time.perf_counter() - started
-        second = cocoeval.evaluate_file(str(annotations), str(previous), first.params["image_id"])
+        second = cocoeval.evaluate_file(annotations, previous, first.params["image_id"], SCORERS)
     seconds = []
     for _ in range(args.rounds):
         started = time.perf_counter()

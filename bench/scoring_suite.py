@@ -1,6 +1,6 @@
 """The whole caption-metric suite against pycocoevalcap's: ``COCOEvalCap.evaluate()`` of
-capsim.eval.cocoeval (with I2CE) and of pycocoevalcap (without SPICE) on the same COCO-format
-files, then metric by metric. Run by ``python bench/throughput.py --only score``.
+i2ce_jax.cocoeval (capsim's evaluator with I2CE) and of pycocoevalcap (without SPICE) on
+the same COCO-format files, then metric by metric. Run by ``python bench/throughput.py --only score``.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from bench.harness import load_average, ratio_summary, time_rounds
-from capsim.eval import cocoeval
 from capsim.eval.meteor import Meteor
 from capsim.eval.ngram import Bleu, CiderD, Rouge
 from capsim.eval.ptb import ptb_tokenize
+from i2ce_jax import cocoeval
 from i2ce_jax.scorer import I2CEScorer
 
 SUITE_METRICS = ("tokenise", "BLEU", "METEOR", "ROUGE-L", "CIDEr", "I2CE")

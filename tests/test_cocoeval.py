@@ -11,7 +11,9 @@ from conftest import import_extra, requires_pycocoevalcap, skip_reason
 
 from capsim.eval import cocoeval
 from capsim.eval.coco_metrics import meteor_available
-from capsim.eval.cocoeval import COCOEvalCap, Unavailable
+from capsim.eval.cocoeval import Unavailable
+from i2ce_jax import cocoeval as i2ce_cocoeval
+from i2ce_jax.cocoeval import COCOEvalCap
 
 SHARED_KEYS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4", "METEOR", "ROUGE_L", "CIDEr")
 NUM_IMAGES = 60
@@ -162,7 +164,7 @@ def test_spice_is_never_silently_missing(capsim_eval):
 @requires_pycocoevalcap  # METEOR's data files
 def test_the_command_prints_the_table_and_writes_json(files, tmp_path, capsys):
     out = tmp_path / "scores.json"
-    code = cocoeval.main(
+    code = i2ce_cocoeval.main(
         ["--annotations", str(files[0]), "--results", str(files[1]), "--out", str(out)]
     )
     printed = capsys.readouterr().out
@@ -214,7 +216,7 @@ def test_two_systems_get_intervals_and_paired_p_values(files, capsim_eval, tmp_p
     out = tmp_path / "bootstrap.json"
     command = ["--annotations", str(files[0]), "--results", str(files[1])]
     command += ["--results", str(other), "--bootstrap", "200", "--seed", "4", "--out", str(out)]
-    assert cocoeval.main(command) == 0
+    assert i2ce_cocoeval.main(command) == 0
     printed = capsys.readouterr().out
     report = json.loads(out.read_text())
     assert list(report["systems"]) == ["results", "shuffled"]

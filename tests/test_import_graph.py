@@ -134,6 +134,30 @@ def test_only_training_imports_the_trainer():
     assert not offenders, offenders
 
 
+def test_the_shared_core_imports_no_paper_package():
+    """capsim sits below both papers (docs/architecture.md): a paper plugs into it (as
+    i2ce_jax.cocoeval passes its scorer to capsim's evaluator), never the reverse."""
+    offenders = sorted(
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        if module.split(".")[0] == "capsim"
+        for target in targets
+        if target.split(".")[0] in ("vtfn_jax", "i2ce_jax")
+    )
+    assert not offenders, offenders
+
+
+def test_the_paper_rule_sees_a_planted_import(tmp_path):
+    """The rule reads function-level imports too: one planted in a capsim module is caught."""
+    planted = tmp_path / "capsim" / "eval"
+    planted.mkdir(parents=True)
+    (planted / "planted.py").write_text("def f():\n    from i2ce_jax.scorer import I2CEScorer\n")
+    modules = {**_modules(), "capsim.eval.planted": planted / "planted.py"}
+    tree = ast.parse((planted / "planted.py").read_text())
+    targets = {t for node in ast.walk(tree) for t in _imported(node, modules)}
+    assert "i2ce_jax.scorer" in targets
+
+
 INFERENCE = """
 import sys
 from i2ce_jax.scorer import I2CEScorer

@@ -1,4 +1,4 @@
-"""pycocoevalcap's ``COCOEvalCap`` as a drop-in, in Python, with I2CE beside the standard metrics.
+"""pycocoevalcap's ``COCOEvalCap`` as a drop-in, in Python, open to extra raw-text scorers.
 
     from capsim.eval.cocoeval import COCOEvalCap   # was: from pycocoevalcap.eval import ...
     evaluator = COCOEvalCap(coco, coco.loadRes("results.json"))
@@ -10,16 +10,17 @@
         --results sysB.json --bootstrap 1000 --seed 0   # intervals; p-values against sysA
 
 ``evaluator.bootstrap(...)`` does the same from Python (capsim.eval.bootstrap says how).
-
 The PTB tokenisation comes from capsim.eval.ptb (the jar's tokens on every caption
 of the differential tests), BLEU-1..4, ROUGE-L and CIDEr-D from capsim.eval.ngram
 and METEOR 1.5 from capsim.eval.meteor (the jar's score on every caption of the
-differential tests); no Java is needed. ``I2CE`` is the packaged ``base`` model's score
-(capsim's one import of i2ce_jax, made when it runs), computed in a thread beside the
-other metrics. SPICE runs through pycocoevalcap's Java SPICE
-when Stanford CoreNLP is installed beside it; otherwise ``.eval["SPICE"]`` is
-:class:`Unavailable`, a NaN that says why and what would bring it, so loops
-that print ``.eval`` keep working. An empty caption scores 0 on every metric.
+differential tests); no Java is needed. ``scorers`` adds metrics that read the raw
+captions (pycocoevalcap's ``compute_score`` contract), each computed in a thread
+beside the others: i2ce_jax.cocoeval passes the packaged I2CE model this way, and
+``python -m i2ce_jax.cocoeval`` is this command with the I2CE column. SPICE runs
+through pycocoevalcap's Java SPICE when Stanford CoreNLP is installed beside it;
+otherwise ``.eval["SPICE"]`` is :class:`Unavailable`, a NaN that says why and what
+would bring it, so loops that print ``.eval`` keep working. An empty caption scores 0
+on every metric.
 """
 
 from __future__ import annotations
@@ -31,10 +32,10 @@ import json
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from capsim.cache import use_compilation_cache
 from capsim.data.captions import read_json_file
 from capsim.errors import CapsimError, CaptionError, DataFormatError
 from capsim.eval import bootstrap
@@ -79,12 +80,6 @@ def spice_unavailable_reason() -> str | None:
     return None
 
 
-def _i2ce_scorer() -> Callable:
-    from i2ce_jax.scorer import I2CEScorer  # the one place capsim reaches up to a paper
-
-    return I2CEScorer.pretrained().compute_score
-
-
 def _meteor_statistics() -> Callable:
     from capsim.eval.meteor import Meteor
 
@@ -99,16 +94,25 @@ def _spice_scores(gts: dict, res: dict) -> list[float]:
     return [s["All"]["f"] if isinstance(s, dict) else s for s in scores]
 
 
+RawScorer = Callable[[dict, dict], tuple[float, Sequence[float]]]
+
+
+def _mean_of(name: str, future: concurrent.futures.Future) -> bootstrap.MetricRows:
+    """A raw-text scorer's per-image scores, once its thread is done."""
+    return bootstrap.mean_rows(name, future.result()[1])
+
+
 class COCOEvalCap:
     """pycocoevalcap's evaluator: built from ``pycocotools`` ``COCO`` objects (or anything
     with ``getImgIds()`` and ``imgToAnns``), scored on ``params["image_id"]``."""
 
-    def __init__(self, coco: Any, cocoRes: Any):
+    def __init__(self, coco: Any, cocoRes: Any, scorers: Mapping[str, RawScorer] | None = None):
         self.evalImgs: list[dict] = []
         self.eval: dict[str, float] = {}
         self.imgToEval: dict[Any, dict] = {}
         self.coco = coco
         self.cocoRes = cocoRes
+        self.scorers = dict(scorers or {})  # name -> compute_score(gts, res) on raw captions
         self.params = {"image_id": coco.getImgIds()}
         self.empty_candidates: list = []  # images whose result is empty after tokenising
         self.metric_rows: list[bootstrap.MetricRows] = []  # per-image rows, for bootstrap()
@@ -139,15 +143,15 @@ class COCOEvalCap:
         spice_reason = spice_unavailable_reason()
         self.metric_rows = []
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as background:
-            # I2CE's encoder runs outside the GIL: started first, it overlaps the Python metrics.
-            i2ce = background.submit(_i2ce_scorer(), raw_gts, raw_res)  # it reads raw text
+            # Started first: an encoder (I2CE's) runs outside the GIL, beside the Python metrics.
+            extra = {n: background.submit(f, raw_gts, raw_res) for n, f in self.scorers.items()}
             metrics = [  # calls giving each metric's per-image rows (None: SPICE unavailable)
                 lambda: bootstrap.bleu_rows(Bleu(4).statistics(gts, res)),
                 lambda: bootstrap.meteor_rows(_meteor_statistics()(gts, res)),
                 lambda: bootstrap.mean_rows("ROUGE_L", Rouge().compute_score(gts, res)[1]),
                 lambda: bootstrap.mean_rows("CIDEr", CiderD().compute_score(gts, res)[1]),
                 None if spice_reason else lambda: bootstrap.mean_rows("SPICE", _spice_scores(gts, res)),
-                lambda: bootstrap.mean_rows("I2CE", i2ce.result()[1]),
+                *(partial(_mean_of, name, future) for name, future in extra.items()),
             ]  # fmt: skip
             for compute in metrics:
                 if compute is None:
@@ -255,7 +259,10 @@ def _system_names(paths: Sequence[str]) -> list[str]:
 
 
 def evaluate_file(
-    annotations: str | Path, results: str | Path, image_ids: list | None = None
+    annotations: str | Path,
+    results: str | Path,
+    image_ids: list | None = None,
+    scorers: Mapping[str, RawScorer] | None = None,
 ) -> COCOEvalCap:
     """A results file scored against an annotations file, on ``image_ids`` (another
     system's, for a paired comparison) or on every image it has a result for."""
@@ -267,7 +274,7 @@ def evaluate_file(
             f"has no result for image {missing[0]!r} ({len(missing)} images in all) of the "
             "system it is compared with: systems are compared on the same images",
         )
-    evaluator = COCOEvalCap(coco, result_file)
+    evaluator = COCOEvalCap(coco, result_file, scorers)
     evaluator.params["image_id"] = image_ids or result_file.getImgIds()
     evaluator.evaluate(verbose=False)
     return evaluator
@@ -296,7 +303,8 @@ def _write_scores(evaluator: COCOEvalCap, out: Path) -> None:
     print(f"wrote {out}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, scorers: Mapping[str, RawScorer] | None = None) -> int:
+    """The command; ``scorers`` as COCOEvalCap's (i2ce_jax.cocoeval passes I2CE)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--annotations", required=True, help="COCO captions JSON (references)")
     parser.add_argument(
@@ -327,7 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         evaluators: dict[str, COCOEvalCap] = {}
         for name, results in zip(names, args.results, strict=True):
             first = next(iter(evaluators.values()), None)  # the others score its images
-            evaluator = evaluate_file(args.annotations, results, first and first.params["image_id"])
+            image_ids = first and first.params["image_id"]
+            evaluator = evaluate_file(args.annotations, results, image_ids, scorers)
             evaluators[name] = evaluator
             if not args.bootstrap:
                 if len(names) > 1:
@@ -351,5 +360,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    use_compilation_cache()  # the I2CE column's batch shapes compile once per machine
     sys.exit(main())
