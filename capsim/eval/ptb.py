@@ -279,7 +279,7 @@ def _lex(text: str) -> list[list[str]]:
     return lines
 
 
-_CLITIC = re.compile(rf"(?:{APOS_ANY}|&apos;)([msd]|re|ve|ll)|n{APOS_ANY}t")
+_CLITIC = re.compile(rf"{APOS_ANY}([msd]|re|ve|ll)|n{APOS_ANY}t")
 
 
 def _written(token: str) -> list[str] | tuple[str, ...]:
@@ -308,7 +308,7 @@ def tokenize_lines(lines: Sequence[str]) -> list[list[str]]:
 def ptb_tokenize(captions: Mapping[Hashable, Sequence[str]]) -> dict[Hashable, list[str]]:
     """``{id: [caption, ...]}`` -> ``{id: [tokens joined by spaces, ...]}``, as pycocoevalcap's
     PTBTokenizer gives them for the same dict: one line per caption in the dict's order
-    (a caption's "\n" becomes a space), so a caption sees the one after it."""
+    (a caption's line feed becomes a space), so a caption sees the one after it."""
     ids, lines = [], []
     for key, texts in captions.items():
         for text in texts:
