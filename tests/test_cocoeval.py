@@ -242,4 +242,4 @@ def test_a_second_system_missing_an_image_is_refused_naming_it(files, tmp_path, 
     command = ["--annotations", str(files[0]), "--results", str(files[1])]
     assert cocoeval.main([*command, "--results", str(other), "--bootstrap", "50"]) == 1
     error = capsys.readouterr().err
-    assert f"{other}: has no result for image {missing}" in error
+    assert f"{other}: has no result for image {missing} (1 of the {NUM_IMAGES} images" in error

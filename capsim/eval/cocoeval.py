@@ -258,26 +258,31 @@ def _system_names(paths: Sequence[str]) -> list[str]:
     return stems if len(set(stems)) == len(stems) else list(paths)
 
 
-def evaluate_file(
+def evaluate_systems(
     annotations: str | Path,
-    results: str | Path,
-    image_ids: list | None = None,
+    results: Sequence[str | Path],
     scorers: Mapping[str, RawScorer] | None = None,
-) -> COCOEvalCap:
-    """A results file scored against an annotations file, on ``image_ids`` (another
-    system's, for a paired comparison) or on every image it has a result for."""
-    coco, result_file = load_files(annotations, results)
-    missing = [i for i in image_ids or () if not result_file.imgToAnns.get(i)]
-    if missing:
-        raise DataFormatError(
-            results,
-            f"has no result for image {missing[0]!r} ({len(missing)} images in all) of the "
-            "system it is compared with: systems are compared on the same images",
-        )
-    evaluator = COCOEvalCap(coco, result_file, scorers)
-    evaluator.params["image_id"] = image_ids or result_file.getImgIds()
-    evaluator.evaluate(verbose=False)
-    return evaluator
+) -> list[COCOEvalCap]:
+    """Each results file scored against the annotations, all on the first file's images
+    (so that they can be compared pairwise). Every file is read and checked before any is
+    scored: one that lacks an image of the first is refused, naming both."""
+    systems = [load_files(annotations, path) for path in results]
+    images = systems[0][1].getImgIds()
+    for path, (_, result_file) in zip(results[1:], systems[1:], strict=True):
+        missing = [i for i in images if not result_file.imgToAnns.get(i)]
+        if missing:
+            raise DataFormatError(
+                path,
+                f"has no result for image {missing[0]!r} ({len(missing)} of the {len(images)} "
+                f"images that {results[0]} scores): systems are compared on the same images",
+            )
+    evaluators = []
+    for coco, result_file in systems:
+        evaluator = COCOEvalCap(coco, result_file, scorers)
+        evaluator.params["image_id"] = images
+        evaluator.evaluate(verbose=False)
+        evaluators.append(evaluator)
+    return evaluators
 
 
 def _write_scores(evaluator: COCOEvalCap, out: Path) -> None:
@@ -332,12 +337,10 @@ def main(argv: Sequence[str] | None = None, scorers: Mapping[str, RawScorer] | N
     args = parser.parse_args(argv)
     names = _system_names(args.results)
     try:
-        evaluators: dict[str, COCOEvalCap] = {}
-        for name, results in zip(names, args.results, strict=True):
-            first = next(iter(evaluators.values()), None)  # the others score its images
-            image_ids = first and first.params["image_id"]
-            evaluator = evaluate_file(args.annotations, results, image_ids, scorers)
-            evaluators[name] = evaluator
+        evaluators = dict(
+            zip(names, evaluate_systems(args.annotations, args.results, scorers), strict=True)
+        )
+        for (name, evaluator), results in zip(evaluators.items(), args.results, strict=True):
             if not args.bootstrap:
                 if len(names) > 1:
                     print(f"\n{name}:")
