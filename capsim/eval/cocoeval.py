@@ -42,7 +42,6 @@ from capsim.eval import bootstrap
 from capsim.eval.ngram import Bleu, CiderD, Rouge
 from capsim.eval.ptb import ptb_tokenize
 
-BLEU_KEYS = bootstrap.BLEU_KEYS
 CORENLP_JAR = "stanford-corenlp-3.6.0.jar"
 SPICE_HINT = (
     "pycocoevalcap's Java SPICE with Stanford CoreNLP 3.6.0 installed beside it "
