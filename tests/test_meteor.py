@@ -22,8 +22,18 @@ from capsim.eval.meteor import (
     meteor_from_stats,
     resources,
 )
-from capsim.eval.meteor.matching import EXACT, PARAPHRASE, STEM, Match, align
+from capsim.eval.meteor.matching import (
+    EXACT,
+    PARAPHRASE,
+    STEM,
+    Match,
+    align,
+    candidates,
+    statistics,
+)
 from capsim.eval.meteor.normalize import normalize
+from capsim.eval.meteor.scorer import score_bound
+from capsim.eval.ptb import ptb_tokenize
 
 TOLERANCE = 1e-6
 GOLDEN_FILE = "golden/pycocoevalcap_flickr8k_expert.json"
@@ -264,6 +274,33 @@ def test_golden_pycocoevalcap_values(meteor, shared_data):
     res = {row["key"]: [row["candidate"]] for row in rows}
     _, scores = meteor.compute_score(gts, res)
     assert_scores_equal(list(gts), [row["METEOR"] for row in rows], scores)
+
+
+def test_skipping_references_by_their_score_bound_changes_no_statistic(meteor, shared_data):
+    """Java-free. The bound is never below a reference's score, and the statistics equal
+    those of aligning every reference and keeping the first best one."""
+    rows = json.loads((shared_data / GOLDEN_FILE).read_text())["rows"][1::9]
+    tokenized = ptb_tokenize(
+        {**{("ref", r["key"]): r["references"] for r in rows},
+         **{("res", r["key"]): [r["candidate"]] for r in rows}}
+    )  # fmt: skip
+    gts = {r["key"]: tokenized[("ref", r["key"])] for r in rows}
+    res = {r["key"]: tokenized[("res", r["key"])] for r in rows}
+    texts = {*(c for (c,) in res.values()), *(t for refs in gts.values() for t in refs)}
+    sentences = meteor._sentences(texts)
+    reach = meteor._phrases.within([s.phrases for s in sentences.values()])
+    exhaustive = []
+    for key, refs in gts.items():
+        test = sentences[res[key][0]]
+        best, best_score = None, -1.0
+        for ref in (sentences[r] for r in refs):
+            found = candidates(test, ref, reach)
+            stats = statistics(test, ref, align(len(test.words), len(ref.words), list(found)))
+            assert meteor_from_stats(stats) <= score_bound(test, ref, found), (key, ref.words)
+            if meteor_from_stats(stats) > best_score:
+                best, best_score = stats, meteor_from_stats(stats)
+        exhaustive.append(best)
+    assert meteor.statistics(gts, res) == exhaustive
 
 
 def test_scores_follow_the_order_of_gts(meteor):

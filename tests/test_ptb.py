@@ -12,6 +12,7 @@ from conftest import import_extra
 
 from bench.ptb_agreement import generated_lines, real_sentences
 from capsim.errors import CaptionError
+from capsim.eval import ptb
 from capsim.eval.ptb import PTBTokenizer, ptb_tokenize, tokenize_lines
 
 # What the jar writes (pycocoevalcap's punctuation dropped) for each line alone.
@@ -58,6 +59,36 @@ def test_an_initial_loses_its_period_when_a_sentence_starter_follows_even_on_the
         "bulb a the x",
         "bulb a. xy",
     ]
+
+
+def _whole_file_tokens(lines: list[str]) -> list[list[str]]:
+    """The lexer over the whole file at once, as the jar reads it: the reference for the
+    line-by-line lexing (and its fast path for plain captions) that tokenize_lines does."""
+    return [[t for t in line if t not in ptb.DROPPED] for line in ptb._lex("\n".join(lines))]
+
+
+def test_lines_lexed_one_by_one_equal_the_whole_file_lexed_at_once():
+    """Java-free. Lines are built from the generated cases' pieces and the ones that read
+    across spaces and line ends (initials, "fig." before a number, fractions, telephone
+    numbers, tags with spaces, &nbsp;), joined by spaces, tabs and no-break spaces."""
+    rng = random.Random(0)
+    pieces = [piece for line in generated_lines(2000) for piece in line.split(" ") if piece]
+    across = ["A.", "The", "fig.", "3", "(555)", "123-4567", "1", "1/2", "<a", "href='x'>",
+              "<!--", "-->", "&nbsp;", "Mr.", "e.g.", "'n", "A.\t", "no.", "5", "dog", "dog,"]  # fmt: skip
+    pieces += across * (len(pieces) // len(across))  # half the pieces read across
+    separators = [" ", "  ", " \t ", "\xa0", " \xa0 ", "\t"]
+    lines = [
+        "".join(rng.choice(pieces) + rng.choice(separators) for _ in range(rng.randint(0, 6)))
+        for _ in range(4000)
+    ]
+    lines += [line.rstrip() for line in lines[:1000]] + ["", " ", "\t"]
+    rng.shuffle(lines)
+    expected = _whole_file_tokens(lines)
+    got = tokenize_lines(lines)
+    differing = [
+        (lines[n], expected[n], got[n]) for n in range(len(lines)) if got[n] != expected[n]
+    ]
+    assert not differing, differing[:5]
 
 
 def test_dict_api_is_pycocoevalcaps_and_keeps_ids_with_empty_captions():

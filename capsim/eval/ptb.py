@@ -7,19 +7,23 @@ is left. This module reproduces that tokenizer's behaviour, derived from
 probes of the jar (tests/test_ptb.py and bench/ptb_agreement.py run both on
 generated strings and on real captions), not from its source.
 
-The lexer reads the file left to right; at each position every rule is tried
+The lexer reads a line left to right; at each position every rule is tried
 and the longest match wins, the earlier rule on a tie. A rule may look at
 trailing context, which counts towards the match's length but is read again
 as the next token: ``dog.,`` keeps its period before a comma, ``fig. 3``
 before a number, and an initial (``A.``) loses its period when a sentence
 starter such as ``The`` follows, even on the next line, so a caption's
-tokens can depend on the caption after it. Tokens are written as the jar
+tokens can depend on the caption after it. No token spans two lines, so each
+line is lexed alone with what it reads of the next (``_ahead``), and plain
+captions take a shortcut; tests/test_ptb.py checks both against the lexer run
+over the whole file. Tokens are written as the jar
 writes them (brackets as ``-lrb-``, quotes as ``` `` ``` and ``''``, dashes
 as ``--``) and lower-cased.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Hashable, Mapping, Sequence
 from importlib import resources
@@ -36,7 +40,8 @@ DROPPED = frozenset(
 # replaces only "\n" by a space), putting every later caption on the wrong id.
 LINE_BREAKS = re.compile("[\r\u2028\u2029\u0085\x0b\x0c]")
 
-SPACE = "(?:[ \t\u00a0\u2000-\u200a\u3000]|&nbsp;)"
+SPACE_CHARACTERS = " \t\u00a0" + "".join(map(chr, range(0x2000, 0x200B))) + "\u3000"
+SPACE = f"(?:[{SPACE_CHARACTERS}]|&nbsp;)"
 APOS = "(?:['\u0092\u2019]|&apos;)"
 APOS_ANY = (
     "(?:['\u0092\u2019`\u0091\u2018\u201b]|&apos;)"  # what may stand for an apostrophe in a word
@@ -297,12 +302,59 @@ def _written(token: str) -> list[str] | tuple[str, ...]:
     return [lowered]
 
 
+# Most captions are ASCII words (perhaps hyphenated, perhaps with a comma), numbers
+# before a word, and lone punctuation: their tokens are the words, lower-cased, unless
+# the last word keeps a period written against it (an abbreviation, an initial).
+_SIMPLE = re.compile(
+    r"(?: *(?:[A-Za-z]+(?:-[A-Za-z]+)*,?|[,;:!?.]|[0-9]+(?! +[-+(0-9]))(?= |$))*"
+    r"(?: *(?P<last>[A-Za-z]+(?:-[A-Za-z]+)*)\.)? *"
+)
+_PUNCTUATION_TO_SPACE = str.maketrans(",;:!?.", "      ")
+_FIRST_WORD = re.compile(f"(?:{SPACE})*[^ ]*")
+
+
+def _ahead(lines: Sequence[str], number: int) -> str:
+    """What the lexer reads past the end of line ``number``: nothing, unless the line ends
+    in a period against a word (an initial before a sentence starter, or "fig." before a
+    number on the next line); then the line break, any blank lines and the next line's
+    first word (its whole text if it holds "<", where a tag with spaces may follow)."""
+    line = lines[number].rstrip(SPACE_CHARACTERS)
+    while line.endswith("&nbsp;"):
+        line = line[:-6].rstrip(SPACE_CHARACTERS)
+    if not line.endswith(".") or line[-2:-1].isspace():
+        return ""
+    ahead = []
+    for following in (lines[k] for k in range(number + 1, len(lines))):
+        if not following or _SPACES.fullmatch(following):
+            ahead.append(following)
+            continue
+        ahead.append(following if "<" in following else _FIRST_WORD.match(following)[0])
+        break
+    return "\n" + "\n".join(ahead)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _line_tokens(line: str, ahead: str) -> tuple[str, ...]:
+    """One line's tokens after pycocoevalcap's filter; ``ahead`` as _ahead gives it.
+    A line holds no token of another, so each line is lexed alone (and once per process)."""
+    simple = _SIMPLE.fullmatch(line)
+    if simple and not (
+        (last := simple["last"])
+        and (len(last) == 1 or _listed(last, ABBREVIATIONS) or last.lower() in BEFORE_NUMBERS)
+    ):
+        words = line.lower().translate(_PUNCTUATION_TO_SPACE).split()
+        if ASSIMILATIONS.keys().isdisjoint(words):
+            return tuple(words)
+        return tuple(t for word in words for t in ASSIMILATIONS.get(word, (word,)))
+    return tuple(t for t in _lex(line + ahead)[0] if t not in DROPPED)
+
+
 def tokenize_lines(lines: Sequence[str]) -> list[list[str]]:
     """Each line's tokens after pycocoevalcap's filter, the lines read as one file."""
     for number, line in enumerate(lines):
         if "\n" in line or LINE_BREAKS.search(line):
             raise CaptionError(f"line {number}", f"caption {line!r} holds a line break")
-    return [[t for t in tokens if t not in DROPPED] for tokens in _lex("\n".join(lines))]
+    return [list(_line_tokens(line, _ahead(lines, n))) for n, line in enumerate(lines)]
 
 
 def ptb_tokenize(captions: Mapping[Hashable, Sequence[str]]) -> dict[Hashable, list[str]]:

@@ -87,6 +87,7 @@ class Lexicon:
         self._stemmer = snowballstemmer.stemmer("english")
         self._stems: dict[str, str] = {}
         self._synsets: dict[str, frozenset[str]] = {}
+        self.function_words = data.function_words
 
     def stem(self, word: str) -> str:
         found = self._stems.get(word)
@@ -192,10 +193,14 @@ class Sentence:
     at_word: dict[str, list[int]]  # positions of each word and of each stem
     at_stem: dict[str, list[int]]
     all_synsets: frozenset[str]
+    function: list[bool]  # which words are function words
 
     @classmethod
     def of(
-        cls, words: list[str], lexicon: Lexicon, phrases: dict[int, list[tuple[int, int]]]
+        cls,
+        words: list[str],
+        lexicon: Lexicon,
+        phrases: dict[int, list[tuple[int, int]]],
     ) -> Sentence:
         stems = [lexicon.stem(w) for w in words]
         synsets = [lexicon.synsets(w) for w in words]
@@ -204,25 +209,29 @@ class Sentence:
         for position, (word, stem) in enumerate(zip(words, stems, strict=True)):
             at_word.setdefault(word, []).append(position)
             at_stem.setdefault(stem, []).append(position)
-        return cls(words, stems, synsets, phrases, at_word, at_stem, frozenset().union(*synsets))
+        function = [w in lexicon.function_words for w in words]
+        all_synsets = frozenset().union(*synsets)
+        return cls(words, stems, synsets, phrases, at_word, at_stem, all_synsets, function)
 
 
 def candidates(test: Sentence, ref: Sentence, reach: dict[int, dict[int, int]]) -> list[Candidate]:
-    """Every candidate match, with its rank among those starting at its reference token.
+    """Every candidate match, with its rank among those starting at its reference token
+    (in no particular order: align sorts them).
 
     ``reach`` maps each phrase id of both sentences to its paraphrases (see Phrases.within).
     """
     found = []
+    ref_words = ref.words
     for i, word in enumerate(test.words):
         for j in ref.at_word.get(word, ()):
             found.append((j, (EXACT, i), i, 1, 1, EXACT))
         for j in ref.at_stem.get(test.stems[i], ()):
-            if ref.words[j] != word:
+            if ref_words[j] != word:
                 found.append((j, (STEM, i), i, 1, 1, STEM))
         word_synsets = test.synsets[i]
         if not word_synsets.isdisjoint(ref.all_synsets):
             for j, ref_synsets in enumerate(ref.synsets):
-                if ref.words[j] != word and not word_synsets.isdisjoint(ref_synsets):
+                if ref_words[j] != word and not word_synsets.isdisjoint(ref_synsets):
                     found.append((j, (SYNONYM, i), i, 1, 1, SYNONYM))
     for (rs, rl), (ts, tl), line in _paraphrase_pairs(ref, test, reach):
         found.append((rs, (PARAPHRASE, 0, rl, line, ts, tl), ts, tl, rl, PARAPHRASE))
@@ -262,53 +271,52 @@ def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
     ]
     if all(unique):  # nothing to choose: every candidate is fixed
         return [Match(i, tl, j, rl, module) for j, _, i, tl, rl, module in found]
-    # Per reference start: (candidate, test mask, ref mask, credit, test start, test end,
-    # distance, fixed).
+    # Per reference start: (candidate, test mask, ref mask, credit as rank, test start,
+    # test end, distance, fixed).
     options: dict[int, list[tuple]] = {}
     for candidate, is_unique in zip(found, unique, strict=True):
         j, _, i, tl, rl, module = candidate
         credit = 2 if module == EXACT else tl // 2 + rl // 2
         options.setdefault(j, []).append(
-            (candidate, ((1 << tl) - 1) << i, ((1 << rl) - 1) << j, credit, i, i + tl,
+            (candidate, ((1 << tl) - 1) << i, ((1 << rl) - 1) << j, credit * CREDIT, i, i + tl,
              abs(j - i), is_unique)
         )  # fmt: skip
-    # A partial alignment: (-credit, chunks, distance, test mask, ref mask, end of its open
-    # chunk in the test or -1, (last match, the partial's earlier link)).
-    paths: list[tuple] = [(0, 0, 0, 0, 0, -1, None)]
+    # A partial alignment: (rank, test mask, ref mask, end of its open chunk in the test
+    # or -1, (last match, the partial's earlier link)).
+    paths: list[tuple] = [(0, 0, 0, -1, None)]
     for p in range(ref_len):
-        paths.sort(key=_rank)
-        del paths[BEAM_SIZE:]
+        if len(paths) > 1:
+            paths.sort(key=_rank)
+            del paths[BEAM_SIZE:]
         here = options.get(p, ())
         fixed = here[0] if len(here) == 1 and here[0][7] else None
         bit = 1 << p
         grown = []
         for path in paths:
-            neg_credit, chunks, distance, tmask, rmask, open_end, link = path
+            rank, tmask, rmask, open_end, link = path
             if rmask & bit:
                 grown.append(path)
             elif fixed is not None:
-                candidate, tm, rm, credit, start, end, shift, _ = fixed
+                candidate, tm, rm, gain, start, end, shift, _ = fixed
                 grown.append(
-                    (neg_credit - credit, chunks + (0 <= open_end != start), distance + shift,
-                     tmask | tm, rmask | rm, end, (candidate, link))
+                    (rank - gain + CHUNK * (0 <= open_end != start) + shift, tmask | tm,
+                     rmask | rm, end, (candidate, link))
                 )  # fmt: skip
             else:
-                for candidate, tm, rm, credit, start, end, shift, _ in here:
+                for candidate, tm, rm, gain, start, end, shift, _ in here:
                     if tmask & tm or rmask & rm:
                         continue
                     grown.append(
-                        (neg_credit - credit, chunks + (0 <= open_end != start), distance,
-                         tmask | tm, rmask | rm, end, (candidate, link))
+                        (rank - gain + CHUNK * (0 <= open_end != start), tmask | tm,
+                         rmask | rm, end, (candidate, link))
                     )  # fmt: skip
-                    distance += shift
-                grown.append(
-                    (neg_credit, chunks + (open_end >= 0), distance, tmask, rmask, -1, link)
-                )
+                    rank += shift
+                grown.append((rank + CHUNK * (open_end >= 0), tmask, rmask, -1, link))
         paths = grown
     paths.sort(key=_rank)
     del paths[BEAM_SIZE:]
     # At p = L every open chunk closes; the final ranking has no further key.
-    link = min(paths, key=lambda path: (path[0], path[1] + (path[5] >= 0), path[2]))[6]
+    link = min(paths, key=lambda path: path[0] + CHUNK * (path[3] >= 0))[4]
     matches = []
     while link is not None:
         (j, _, i, tl, rl, module), link = link
@@ -316,7 +324,11 @@ def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
     return matches[::-1]
 
 
-_rank = operator.itemgetter(0, 1, 2)
+# A partial's rank is one integer ordered as (-credit, chunks, distance), cheaper to sort
+# by than a tuple: chunks and distance stay far below CHUNK (2**32).
+CHUNK = 1 << 32
+CREDIT = CHUNK * CHUNK
+_rank = operator.itemgetter(0)
 
 
 def chunk_count(matches: Sequence[Match]) -> int:
@@ -332,12 +344,7 @@ def chunk_count(matches: Sequence[Match]) -> int:
     return count
 
 
-def statistics(
-    test: Sequence[str],
-    ref: Sequence[str],
-    matches: Sequence[Match],
-    function_words: frozenset[str],
-) -> tuple[int, ...]:
+def statistics(test: Sentence, ref: Sentence, matches: Sequence[Match]) -> tuple[int, ...]:
     """The jar's sufficient statistics of one (candidate, reference) alignment.
 
     Test length, reference length, their function-word counts, then per module
@@ -347,22 +354,20 @@ def statistics(
     per_module = [0] * (4 * MODULE_COUNT)
     test_matched = ref_matched = 0
     for m in matches:
-        test_words = test[m.test : m.test + m.test_len]
-        ref_words = ref[m.ref : m.ref + m.ref_len]
-        test_function = sum(w in function_words for w in test_words)
-        ref_function = sum(w in function_words for w in ref_words)
+        test_function = sum(test.function[m.test : m.test + m.test_len])
+        ref_function = sum(ref.function[m.ref : m.ref + m.ref_len])
         at = 4 * m.module
-        per_module[at] += len(test_words) - test_function
-        per_module[at + 1] += len(ref_words) - ref_function
+        per_module[at] += m.test_len - test_function
+        per_module[at + 1] += m.ref_len - ref_function
         per_module[at + 2] += test_function
         per_module[at + 3] += ref_function
         test_matched += m.test_len
         ref_matched += m.ref_len
     return (
-        len(test),
-        len(ref),
-        sum(w in function_words for w in test),
-        sum(w in function_words for w in ref),
+        len(test.words),
+        len(ref.words),
+        sum(test.function),
+        sum(ref.function),
         *per_module,
         chunk_count(matches),
         test_matched,

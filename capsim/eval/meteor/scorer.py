@@ -162,16 +162,65 @@ class Meteor:
     def _caption_stats(
         self, test: matching.Sentence, refs: list[matching.Sentence], reach: dict
     ) -> tuple[int, ...]:
-        """The statistics of the best-scoring reference (the first one on a tie)."""
-        best, best_score = None, -1.0
-        for ref in refs:
-            found = matching.candidates(test, ref, reach)
-            aligned = matching.align(len(test.words), len(ref.words), found)
-            stats = matching.statistics(test.words, ref.words, aligned, self._data.function_words)
+        """The statistics of the best-scoring reference (the first one on a tie).
+
+        The references are aligned in the order of an upper bound of their score,
+        and one whose bound cannot beat the best so far is not aligned: the same
+        statistics, with about half the searches on captions with five references.
+        """
+        found = [matching.candidates(test, ref, reach) for ref in refs]
+        bounds = [score_bound(test, ref, f) for ref, f in zip(refs, found, strict=True)]
+        best, best_score, best_index = None, -1.0, -1
+        for index in sorted(range(len(refs)), key=lambda k: -bounds[k]):
+            if bounds[index] < best_score:
+                break  # the bounds left are no higher
+            if bounds[index] == best_score and index > best_index:
+                continue  # at best a tie, lost to an earlier reference
+            ref = refs[index]
+            aligned = matching.align(len(test.words), len(ref.words), found[index])
+            stats = matching.statistics(test, ref, aligned)
             score = meteor_from_stats(stats)
-            if score > best_score:
-                best, best_score = stats, score
+            if score > best_score or (score == best_score and index < best_index):
+                best, best_score, best_index = stats, score, index
         return best
+
+
+def score_bound(
+    test: matching.Sentence, ref: matching.Sentence, found: Sequence[matching.Candidate]
+) -> float:
+    """An upper bound of the METEOR score of any alignment built from ``found``.
+
+    Every word that some candidate match covers counts as matched, at the best
+    weight of the modules that cover it, and the fragmentation penalty is at its
+    least (none if every word can be matched, else one chunk). Raised by a
+    relative 1e-9 so that rounding never puts it below the score it bounds.
+    """
+    test_weights, ref_weights = [0.0] * len(test.words), [0.0] * len(ref.words)
+    for j, _, i, test_len, ref_len, module in found:
+        weight = MODULE_WEIGHTS[module]
+        for k in range(i, i + test_len):
+            test_weights[k] = max(test_weights[k], weight)
+        for k in range(j, j + ref_len):
+            ref_weights[k] = max(ref_weights[k], weight)
+    precision = _weighted_share(test.function, test_weights)
+    recall = _weighted_share(ref.function, ref_weights)
+    if precision <= 0 or recall <= 0:
+        return 0.0
+    fmean = precision * recall / (ALPHA * precision + (1 - ALPHA) * recall)
+    if all(test_weights) and all(ref_weights):
+        return fmean * (1 + 1e-9)
+    mean_matched = (sum(map(bool, test_weights)) + sum(map(bool, ref_weights))) / 2
+    return fmean * (1 - GAMMA * (1 / mean_matched) ** BETA) * (1 + 1e-9)
+
+
+def _weighted_share(function: Sequence[bool], weights: Sequence[float]) -> float:
+    """Weighted matched words over weighted words, content words weighing DELTA."""
+    matched = total = 0.0
+    for is_function, weight in zip(function, weights, strict=True):
+        share = 1 - DELTA if is_function else DELTA
+        matched += weight * share
+        total += share
+    return matched / total if total > 0 else 0.0
 
 
 @contextlib.contextmanager
