@@ -19,6 +19,7 @@ from capsim.eval.ngram import (
     Rouge,
     compute_ngram_metrics,
     lcs_length,
+    pair_ngrams,
 )
 
 GOLDEN_FILE = "golden/pycocoevalcap_flickr8k_expert.json"
@@ -202,3 +203,15 @@ def test_matches_pycocoevalcap_on_all_flickr8k_expert_pairs(shared_data):
     for name in NGRAM_METRICS:
         expected = np.array([row[name] for row in rows])
         np.testing.assert_allclose(metrics[name], expected, rtol=0, atol=GOLDEN_TOLERANCE)
+
+
+def test_ngrams_counted_once_serve_bleu_and_cider_only_at_their_order():
+    gts = {"a": ["a dog runs on grass", "a dog on the grass"], "b": ["two cats sleep"]}
+    res = {"a": ["a dog runs"], "b": ["a cat sleeps"]}
+    counted = pair_ngrams(gts, res, 4)
+    assert np.array_equal(Bleu(4).statistics_of(counted), Bleu(4).statistics(gts, res))
+    assert np.allclose(CiderD(4).scores_of(counted), CiderD(4).compute_score(gts, res)[1])
+    with pytest.raises(ValueError, match="order 4, the metric needs order 3"):
+        Bleu(3).statistics_of(counted)
+    with pytest.raises(ValueError, match="order 4, the metric needs order 2"):
+        CiderD(2).scores_of(counted)

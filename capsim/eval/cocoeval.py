@@ -39,7 +39,7 @@ from typing import Any
 from capsim.data.captions import read_json_file
 from capsim.errors import CapsimError, CaptionError, DataFormatError
 from capsim.eval import bootstrap
-from capsim.eval.ngram import Bleu, CiderD, Rouge
+from capsim.eval.ngram import DEFAULT_MAX_ORDER, Bleu, CiderD, Rouge, pair_ngrams
 from capsim.eval.ptb import ptb_tokenize
 
 CORENLP_JAR = "stanford-corenlp-3.6.0.jar"
@@ -141,14 +141,15 @@ class COCOEvalCap:
             print(f"{len(self.empty_candidates)} empty captions score 0: {self.empty_candidates}")
         spice_reason = spice_unavailable_reason()
         self.metric_rows = []
+        ngrams = pair_ngrams(gts, res, DEFAULT_MAX_ORDER)  # once, for BLEU and CIDEr-D
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as background:
             # Started first: an encoder (I2CE's) runs outside the GIL, beside the Python metrics.
             extra = {n: background.submit(f, raw_gts, raw_res) for n, f in self.scorers.items()}
             metrics = [  # calls giving each metric's per-image rows (None: SPICE unavailable)
-                lambda: bootstrap.bleu_rows(Bleu(4).statistics(gts, res)),
+                lambda: bootstrap.bleu_rows(Bleu().statistics_of(ngrams)),
                 lambda: bootstrap.meteor_rows(_meteor_statistics()(gts, res)),
                 lambda: bootstrap.mean_rows("ROUGE_L", Rouge().compute_score(gts, res)[1]),
-                lambda: bootstrap.mean_rows("CIDEr", CiderD().compute_score(gts, res)[1]),
+                lambda: bootstrap.mean_rows("CIDEr", CiderD().scores_of(ngrams)),
                 None if spice_reason else lambda: bootstrap.mean_rows("SPICE", _spice_scores(gts, res)),
                 *(partial(_mean_of, name, future) for name, future in extra.items()),
             ]  # fmt: skip

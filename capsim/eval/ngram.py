@@ -170,6 +170,12 @@ def pair_ngrams(
     )
 
 
+def _check_order(pairs: PairedNgrams, n: int) -> None:
+    counted = pairs.ngrams.order_onehot.shape[1]
+    if counted != n:
+        raise ValueError(f"n-grams counted to order {counted}, the metric needs order {n}")
+
+
 class Bleu:
     """BLEU-1..n as pycocoevalcap's ``Bleu``.
 
@@ -199,7 +205,12 @@ class Bleu:
         """[captions, 2n + 2]: clipped n-gram matches (n), candidate n-grams (n), candidate
         length, closest reference length. Summed over captions they give the corpus score,
         so a bootstrap resamples these rows."""
-        pairs = pair_ngrams(gts, res, self.n)
+        return self.statistics_of(pair_ngrams(gts, res, self.n))
+
+    def statistics_of(self, pairs: PairedNgrams) -> np.ndarray:
+        """``statistics`` of n-grams already counted to order n, so that BLEU and CIDEr-D
+        of one evaluation count them once."""
+        _check_order(pairs, self.n)
         counts, lengths = pairs.ngrams.counts, pairs.ngrams.lengths
         num_pairs = len(pairs.candidate_rows)
 
@@ -329,7 +340,13 @@ class CiderD:
 
     def compute_score(self, gts: References, res: Candidates) -> tuple[float, np.ndarray]:
         """Returns (mean CIDEr-D, per-caption CIDEr-D)."""
-        pairs = pair_ngrams(gts, res, self.n)
+        scores = self.scores_of(pair_ngrams(gts, res, self.n))
+        return float(scores.mean()), scores
+
+    def scores_of(self, pairs: PairedNgrams) -> np.ndarray:
+        """Per-caption CIDEr-D of n-grams already counted to order n (as for
+        Bleu.statistics_of)."""
+        _check_order(pairs, self.n)
         counts, order_onehot = pairs.ngrams.counts, pairs.ngrams.order_onehot
         num_pairs = len(pairs.candidate_rows)
 
@@ -361,8 +378,7 @@ class CiderD:
 
         per_pair = np.zeros((num_pairs, self.n))
         np.add.at(per_pair, pairs.reference_owner, cosine * penalty[:, None])
-        scores = per_pair.mean(axis=1) / pairs.num_references * CIDER_SCALE
-        return float(scores.mean()), scores
+        return per_pair.mean(axis=1) / pairs.num_references * CIDER_SCALE
 
 
 def compute_ngram_metrics(gts: References, res: Candidates) -> dict[str, np.ndarray]:
