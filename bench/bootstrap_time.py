@@ -28,7 +28,7 @@ from bench.harness import SHARED_DATA, load_average, update_section
 from capsim.cache import use_compilation_cache
 from capsim.eval import cocoeval
 from capsim.eval.bootstrap import format_report
-from capsim.eval.correlation import format_table
+from capsim.tables import format_table
 from i2ce_jax.cocoeval import SCORERS
 
 SECTION = "## Bootstrap over images"

@@ -23,7 +23,7 @@ import jax
 import numpy as np
 
 from bench.harness import load_average, ratio_summary, time_rounds
-from capsim.eval.correlation import format_table
+from capsim.tables import format_table
 from capsim.train import Trainer
 from configs import i2ce_demo
 from i2ce_jax import model as i2ce_model

@@ -33,8 +33,8 @@ import numpy as np
 
 from bench.harness import update_section
 from capsim.data import corpus as corpus_lib
-from capsim.eval.correlation import format_table
 from capsim.eval.retrieval import retrieval_metrics
+from capsim.tables import format_table
 from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 

@@ -37,10 +37,10 @@ from bench.i2ce_dev_retrieval import (
     nearest_caption_retrieval,
 )
 from capsim.eval import judgment_harness
-from capsim.eval.correlation import format_table
 from capsim.eval.judgment_sets import load_set
 from capsim.eval.pooling import pool_similarities
 from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
+from capsim.tables import format_table
 from i2ce_jax.scorer import I2CEScorer
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"

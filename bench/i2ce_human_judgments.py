@@ -38,10 +38,10 @@ from bench import minilm
 from bench.harness import update_section
 from capsim.eval import judgment_harness
 from capsim.eval.coco_metrics import compute_meteor, meteor_available
-from capsim.eval.correlation import format_table
 from capsim.eval.judgment_sets import load_set
 from capsim.eval.pooling import pool_similarities
 from capsim.eval.tfidf import TfidfCosine
+from capsim.tables import format_table
 from i2ce_jax.scorer import I2CEScorer
 
 BENCH_DIR = Path(__file__).resolve().parent

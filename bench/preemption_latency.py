@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np
 
 from bench.harness import REPO, RESULTS_DIR, load_average, machine_facts, update_section
-from capsim.eval.correlation import format_table
+from capsim.tables import format_table
 
 AGREED = re.compile(r"stopping at step (\d+), the step every process agreed on")
 SAVED = re.compile(r"saved a checkpoint at step (\d+)")

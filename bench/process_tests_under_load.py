@@ -31,7 +31,7 @@ from collections.abc import Iterator
 
 from bench.harness import REPO, RESULTS_DIR, load_average, update_section
 from bench.suite_time import junit_cases
-from capsim.eval.correlation import format_table
+from capsim.tables import format_table
 
 SECTION = "## Process tests under load"
 # What a test file imports (or reaches through import_extra) when it starts processes:

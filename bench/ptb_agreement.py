@@ -34,7 +34,7 @@ import unicodedata
 
 from bench.harness import SHARED_DATA, load_average, update_section
 from capsim.eval import ptb
-from capsim.eval.correlation import format_table
+from capsim.tables import format_table
 
 SECTION = "## PTB tokenizer against the jar"
 

@@ -29,8 +29,8 @@ import numpy as np
 from bench.harness import update_section
 from capsim import viz
 from capsim.data.shapes_world.lexicon import LEXICON
-from capsim.eval.correlation import format_table
 from capsim.eval.same_diff import roc_auc
+from capsim.tables import format_table
 from configs import baseline_word2vec, demo_bow
 from vtfn_jax.evaluate import load_trained
 from vtfn_jax.train import train_and_evaluate

@@ -30,7 +30,7 @@ import time
 import xml.etree.ElementTree as ET
 
 from bench.harness import REPO, RESULTS_DIR, load_average, update_section
-from capsim.eval.correlation import format_table
+from capsim.tables import format_table
 
 SECTION = "## Test suite tiers"
 TIERS = {"fast": [], "slow": ["-m", "slow"], "bench": ["-m", "bench"]}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from capsim.eval.correlation import format_table
+from capsim.tables import format_table
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent

@@ -11,7 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from capsim.eval.correlation import format_table, results_rows
+from capsim.tables import format_table, results_rows
 from capsim.viz import training_curves
 from capsim.workdir import METRICS_FILE, RESULTS_FILE
 

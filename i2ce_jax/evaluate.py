@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 
 from capsim.cli import run_command
-from capsim.eval.correlation import format_table
 from capsim.eval.judgment_harness import evaluate_judgments
 from capsim.eval.judgment_sets import JUDGMENT_SETS, PUBLISHED_SETS, load_set
+from capsim.tables import format_table
 from i2ce_jax import pretrained
 from i2ce_jax.score import write_atomically
 from i2ce_jax.scorer import I2CEScorer

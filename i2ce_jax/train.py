@@ -23,8 +23,8 @@ from capsim.data import corpus as corpus_lib
 from capsim.data import glove
 from capsim.data.pipeline import training_dataset
 from capsim.data.records import CaptionRecord
-from capsim.eval.correlation import format_table, results_rows
 from capsim.eval.evaluators import Evaluators, Subject
+from capsim.tables import format_table, results_rows
 from capsim.train.entry import run_training_cli
 from capsim.train.optimizer import steps_for_epochs
 from capsim.train.preflight import check_workdir

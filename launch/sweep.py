@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from capsim.config_lib import apply_overrides
-from capsim.eval.correlation import format_table
+from capsim.tables import format_table
 from capsim.workdir import RESULTS_FILE
 
 CONFIG_PREFIX = "config."

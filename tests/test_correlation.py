@@ -12,7 +12,6 @@ from scipy import stats
 from capsim.eval.correlation import (
     correlation_matrix,
     correlations,
-    format_table,
     kendall_tau,
     pearson,
     spearman,
@@ -144,18 +143,6 @@ def test_correlation_matrix_is_symmetric_pairwise_correlation(method):
 def test_correlation_matrix_rejects_unknown_method():
     with pytest.raises(ValueError, match="unknown correlation 'cosine'"):
         correlation_matrix({"x": X, "y": Y}, "cosine")
-
-
-def test_format_table_renders_markdown_with_two_decimals():
-    rows = [
-        {"metric": "BLEU-4", "tau_c": 30.7757, "n": 5664},
-        {"metric": "A|B", "tau_c": np.float32(1)},
-    ]
-    with pytest.raises(ValueError, match=r"row 1 has no value for column\(s\) \['n'\]"):
-        format_table(rows, ["metric", "tau_c", "n"])
-    assert format_table(rows, ["metric", "tau_c"]) == (
-        "| metric | tau_c |\n|---|---|\n| BLEU-4 | 30.78 |\n| A\\|B | 1.00 |"
-    )
 
 
 def test_golden_metrics_reproduce_published_flickr8k_expert_tau_c(shared_data):

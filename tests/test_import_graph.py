@@ -123,7 +123,7 @@ def test_no_import_cycles_in_the_packages():
 
 def test_only_training_imports_the_trainer():
     """Models, data pipelines, checkpoint reading, scoring and evaluation sit below training
-    (DESIGN.md §3.12): outside TRAINING no module names capsim.train."""
+    (docs/architecture.md, first paragraph): outside TRAINING no module names capsim.train."""
     offenders = sorted(
         f"{module} -> {target}"
         for module, targets in import_graph().items()

@@ -29,8 +29,8 @@ import ml_collections
 
 from capsim.cli import run_command
 from capsim.errors import CheckpointError
-from capsim.eval.correlation import format_table, results_rows
 from capsim.eval.evaluators import Evaluators, Subject
+from capsim.tables import format_table, results_rows
 from vtfn_jax.data import VtfnData
 from vtfn_jax.embedders import DEFAULT_BATCH_SIZE, Embedder
 from vtfn_jax.sentence_encoder import SentenceEncoder

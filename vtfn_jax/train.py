@@ -19,8 +19,8 @@ from capsim import mesh as mesh_lib
 from capsim.checkpoints import restore_model
 from capsim.data.corpus import CaptionSplit
 from capsim.data.pipeline import training_dataset
-from capsim.eval.correlation import format_table, results_rows
 from capsim.eval.evaluators import Evaluators, Subject
+from capsim.tables import format_table, results_rows
 from capsim.train.entry import run_training_cli
 from capsim.train.optimizer import steps_for_epochs
 from capsim.train.preflight import check_workdir

@@ -1,4 +1,4 @@
-"""Correlations between metric scores and human judgments, and tables of them.
+"""Correlations between metric scores and human judgments.
 
 Caption metrics are judged by rank agreement with people: Kendall tau-c at
 caption level (the Flickr8k-Expert convention), tau-b, Spearman and Pearson
@@ -17,7 +17,6 @@ from scipy import stats
 
 MIN_ITEMS = 2
 MIN_SYSTEMS = 3
-TABLE_FLOAT_FORMAT = "{:.2f}"
 SYSTEM_LEVEL_CORRELATIONS = ("kendall_tau_b", "spearman", "pearson")
 
 
@@ -127,46 +126,3 @@ def correlation_matrix(
             value = correlate(metric_scores[first], metric_scores[names[column]])
             matrix[row, column] = matrix[column, row] = value
     return names, matrix
-
-
-def _table_cell(value: object) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float | np.floating):
-        return TABLE_FLOAT_FORMAT.format(value)
-    return str(value).replace("|", "\\|")
-
-
-def format_table(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -> str:
-    """A markdown table of ``rows`` restricted to ``columns``; floats get 2 decimals."""
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for index, row in enumerate(rows):
-        missing = [column for column in columns if column not in row]
-        if missing:
-            raise ValueError(f"table row {index} has no value for column(s) {missing}")
-        lines.append("| " + " | ".join(_table_cell(row[column]) for column in columns) + " |")
-    return "\n".join(lines)
-
-
-def results_rows(results: Mapping[str, object]) -> list[dict[str, object]]:
-    """A run's headline numbers as (task, measure, value) rows, for the table a job prints.
-
-    Numbers one level down are kept (``{"same_diff": {"auc": 88.4}}``); for STS
-    each year's mean Pearson and Spearman over its subsets, not every subset.
-    """
-    rows: list[dict[str, object]] = []
-    for task, value in results.items():
-        if not isinstance(value, Mapping):
-            continue
-        for measure, number in value.items():
-            if isinstance(number, Mapping) and "spearman_mean" in number:
-                rows.append(
-                    {
-                        "task": f"{task} {measure}",
-                        "measure": "pearson / spearman mean",
-                        "value": f"{number['pearson_mean']:.2f} / {number['spearman_mean']:.2f}",
-                    }
-                )
-            elif isinstance(number, float | int) and not isinstance(number, bool):
-                rows.append({"task": task, "measure": measure, "value": number})
-    return rows

@@ -1,0 +1,52 @@
+"""docs/architecture.md against the tree: every file it names exists, and its layout names
+every module of the shared core, of the trainer and of the bench."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+FILE_NAME = re.compile(r"(?<![\w.])[\w/]+\.(?:py|md|txt|ipynb)\b")
+SKIPPED = {".venv", ".git", "node_modules"}
+# Named in the docs but not files of the repository: a placeholder, and a file a command
+# writes into a workdir.
+NOT_FILES = {"bench/NAME.py", "report.md"}
+
+
+def _repository_files() -> list[Path]:
+    return [
+        path
+        for path in REPO.rglob("*")
+        if path.is_file() and not SKIPPED & set(path.relative_to(REPO).parts)
+    ]
+
+
+def _code_blocks(text: str) -> list[str]:
+    return re.findall(r"```\n(.*?)```", text, flags=re.DOTALL)
+
+
+def test_every_file_the_architecture_names_exists():
+    files = [path.relative_to(REPO).as_posix() for path in _repository_files()]
+    names = set(FILE_NAME.findall(ARCHITECTURE.read_text(encoding="utf-8"))) - NOT_FILES
+    missing = sorted(
+        name for name in names if not any(f == name or f.endswith("/" + name) for f in files)
+    )
+    assert not missing, f"docs/architecture.md names files that do not exist: {missing}"
+
+
+def test_the_layout_names_every_core_module_package_and_bench_module():
+    blocks = _code_blocks(ARCHITECTURE.read_text(encoding="utf-8"))
+    layout, bench = blocks[0], next(block for block in blocks if "\nbench/\n" in block)
+    core = REPO / "capsim"
+    wanted = {
+        layout: [
+            *(p.name for p in core.glob("*.py") if p.name != "__init__.py"),
+            *(p.name for p in (core / "train").glob("*.py") if p.name != "__init__.py"),
+            *(p.parent.name + "/" for p in core.glob("*/**/__init__.py")),
+        ],
+        bench: [p.name for p in (REPO / "bench").glob("*.py") if p.name != "__init__.py"],
+    }
+    missing = sorted(name for block, names in wanted.items() for name in names if name not in block)
+    assert not missing, f"docs/architecture.md's layout does not name: {missing}"
