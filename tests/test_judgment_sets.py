@@ -53,7 +53,7 @@ def test_every_entry_is_complete(name):
     assert entry.read is None or callable(entry.read)
     assert isinstance(entry.protocol, JudgmentProtocol)
     if entry.protocol is JudgmentProtocol.ABSOLUTE:
-        assert entry.statistic in harness.CORRELATIONS
+        assert entry.statistic in harness.STATISTICS
     else:
         assert entry.statistic == "mean"  # pascal_report's mean accuracy over categories
     assert (name in PUBLISHED_SETS) == (entry.read is not None)

@@ -9,14 +9,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
 
 import numpy as np
 
 from capsim.data.judgments import Judgment, PairJudgment
 from capsim.errors import DataFormatError
 from capsim.eval.coco_metrics import compute_caption_metrics
-from capsim.eval.correlation import MIN_SYSTEMS, kendall_tau, pearson, system_level_agreement
+from capsim.eval.correlation import (
+    CORRELATIONS,
+    MIN_SYSTEMS,
+    kendall_tau,
+    system_level_agreement,
+)
 from capsim.eval.judgment_sets import JudgmentProtocol, judgment_set
 from capsim.eval.ptb import ptb_tokenize
 
@@ -86,13 +90,9 @@ def tau_c_table(pairs: JudgedPairs, scores: Mapping[str, np.ndarray]) -> dict[st
 
 
 # --------------------------------------------------------------------------- protocols
-# An absolute set's statistic (its registry entry names it) -> the correlation it
-# stands for, of the metric with the human ratings over rating rows.
-CORRELATIONS: dict[str, Callable[[np.ndarray, np.ndarray], float]] = {
-    "tau_c": partial(kendall_tau, variant="c"),
-    "tau_b": partial(kendall_tau, variant="b"),
-    "pearson": pearson,
-}
+# An absolute set's statistic (its registry entry names it, and so do its reports) -> the
+# entry of correlation.CORRELATIONS it stands for, of the metric with the human ratings.
+STATISTICS = {"tau_c": "kendall_tau_c", "tau_b": "kendall_tau_b", "pearson": "pearson"}
 PASCAL_REFERENCES = 5  # references sampled per pair, as in the CIDEr paper
 
 
@@ -101,7 +101,7 @@ def absolute_report(
 ) -> dict[str, dict]:
     """Per metric, the set's statistic × 100 against the ratings (and THumB's system level)."""
     statistic = judgment_set(name).statistic
-    correlation = CORRELATIONS[statistic]
+    correlation = CORRELATIONS[STATISTICS[statistic]]
     report: dict[str, dict] = {}
     for metric, per_pair in scores.items():
         report[metric] = {
