@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from capsim import losses
-from capsim.data import corpus, sources
+from capsim.data import captions, corpus, sources
 from capsim.errors import DataFormatError
 
 FLICKR8K_TEST_PHOTO = "1056338697"  # a Flickr8k test image (capsim/data/flickr8k_test_photos.txt)
@@ -88,7 +88,7 @@ def data_config(root: Path, names: str, dev_sets: str = "coco+flickr") -> ml_col
 
 def test_multi30k_groups_five_captions_per_image(tmp_path):
     write_multi30k(tmp_path, "train", {"1.jpg": five("a"), "2.jpg": five("b")})
-    records = sources.read_multi30k(tmp_path, "train")
+    records = captions.read_multi30k(tmp_path, "train")
     assert len(records) == 10
     assert {r.image_id for r in records} == {"flickr30k/1.jpg", "flickr30k/2.jpg"}
     assert [r.text for r in records if r.image_id == "flickr30k/2.jpg"] == five("b")
@@ -98,10 +98,10 @@ def test_multi30k_bad_folders_name_the_file(tmp_path):
     write_multi30k(tmp_path, "train", {"1.jpg": five("a"), "2.jpg": five("b")})
     (tmp_path / "train.3.en").write_text("only one line\n")
     with pytest.raises(DataFormatError, match=r"train\.3\.en.*1 captions for the 2 images"):
-        sources.read_multi30k(tmp_path, "train")
+        captions.read_multi30k(tmp_path, "train")
     write_multi30k(tmp_path, "train", {"1.jpg": ["a", "b", "  ", "d", "e"]})
     with pytest.raises(DataFormatError, match=r"train\.3\.en:1: empty caption"):
-        sources.read_multi30k(tmp_path, "train")
+        captions.read_multi30k(tmp_path, "train")
 
 
 def test_a_flickr30k_folder_with_a_flickr8k_test_photo_is_refused_by_training(tmp_path):
@@ -264,29 +264,29 @@ def test_cc3m_with_and_without_header(tmp_path):
     header.write_text("caption\timage\nfirst caption\t0_1.jpg\nsecond\t1_2.jpg\n")
     plain = tmp_path / "b.tsv"
     plain.write_text("caption of a url\thttp://x/1.jpg\n")
-    assert [r.text for r in sources.read_cc3m_tsv(header)] == ["first caption", "second"]
-    records = sources.read_cc3m_tsv(plain)
+    assert [r.text for r in captions.read_cc3m_tsv(header)] == ["first caption", "second"]
+    records = captions.read_cc3m_tsv(plain)
     assert [(r.image_id, r.text) for r in records] == [("cc3m/b:1", "caption of a url")]
     plain.write_text("ok\tu\nno tab here\n")
     with pytest.raises(DataFormatError, match=r"b\.tsv:2: expected 'caption<TAB>image'"):
-        sources.read_cc3m_tsv(plain)
+        captions.read_cc3m_tsv(plain)
 
 
 def test_coco_lines_with_and_without_ids(tmp_path):
     ids = tmp_path / "ids.txt"
     ids.write_text("57870 a restaurant.\n57870 chairs\n9 a dog\n")
-    records = sources.read_coco_lines(ids)
+    records = captions.read_coco_lines(ids)
     assert [r.image_id for r in records] == ["57870", "57870", "9"]
     assert records[0].text == "a restaurant."
     plain = tmp_path / "plain.txt"
     plain.write_text("a bicycle replica.\na room\n")
-    assert [r.image_id for r in sources.read_coco_lines(plain)] == [
+    assert [r.image_id for r in captions.read_coco_lines(plain)] == [
         "coco_line/plain:1",
         "coco_line/plain:2",
     ]
     ids.write_text("57870 a restaurant.\nno id on this line\n")
     with pytest.raises(DataFormatError, match=r"ids\.txt:2: expected '<COCO image id> <caption>'"):
-        sources.read_coco_lines(ids)
+        captions.read_coco_lines(ids)
 
 
 def test_overlapping_sources_are_trained_on_once(tmp_path):
@@ -344,7 +344,7 @@ def test_real_extra_captions(shared_data):
     lines = sources.read_source("coco_lines", shared_data)
     assert len(lines) == 9884 + 8705 + 8718
     assert len({r.image_id for r in lines if r.image_id.isdigit()}) == 1999
-    val = sources.read_multi30k(extra / "flickr30k", "val")
+    val = captions.read_multi30k(extra / "flickr30k", "val")
     assert len(val) == 5 * 983
 
 

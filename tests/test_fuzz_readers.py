@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from capsim.data import captions, judgments, pascal50s, sources
+from capsim.data import captions, judgments, pascal50s
 from capsim.errors import CapsimError
 from capsim.eval import sts
 from vtfn_jax.features import FeatureStore
@@ -208,17 +208,17 @@ def _setup(name: str, folder: Path) -> tuple[Path, str, Callable[[Path], object]
         for k in range(1, 6):
             (folder / f"train.{k}.en").write_text(f"Two guys, caption {k}.\nA man {k}.\n")
         file = folder / ("train_images.txt" if name == "multi30k_images" else "train.2.en")
-        return file, "\t", lambda path: sources.read_multi30k(folder, "train")
+        return file, "\t", lambda path: captions.read_multi30k(folder, "train")
     if name in ("cc3m", "cc3m_header"):
         header = "caption\timage\n" if name == "cc3m_header" else ""
         (folder / "gcc.tsv").write_text(
             f"{header}a bus station\t0_29.jpg\nan angler .\thttp://x/1.jpg\n"
         )
-        return folder / "gcc.tsv", "\t", sources.read_cc3m_tsv
+        return folder / "gcc.tsv", "\t", captions.read_cc3m_tsv
     if name in ("coco_lines", "coco_lines_ids"):
         ids = "57870 " if name == "coco_lines_ids" else ""
         (folder / "coco.txt").write_text(f"{ids}a restaurant table.\n{ids}wooden chairs\n")
-        return folder / "coco.txt", " ", sources.read_coco_lines
+        return folder / "coco.txt", " ", captions.read_coco_lines
     raise KeyError(name)
 
 

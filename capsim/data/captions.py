@@ -12,6 +12,13 @@ Where the originals come from:
   * Flickr8k ``Flickr8k_text`` (token file and split lists): the University of
     Illinois Flickr8k request form (Hodosh et al., 2013).
   * TFDS ``coco_captions`` (Karpathy splits): capsim.data.tfds_coco.
+  * Flickr30k in the Multi30k layout: github.com/multi30k/dataset,
+    ``data/task2/raw/{split}.{1..5}.en.gz`` and ``data/task2/image_splits``
+    (Flickr30k terms: non-commercial research and education only).
+  * Conceptual Captions TSVs (``caption<TAB>url``, with or without a header):
+    ai.google.com/research/ConceptualCaptions ("may be freely used for any purpose").
+  * Lower-cased COCO line files (``[<image id> ]caption``), e.g. Texygen's
+    ``image_coco.txt`` (COCO annotations, CC BY 4.0).
 """
 
 from __future__ import annotations
@@ -28,6 +35,9 @@ from capsim.errors import DataFormatError
 _NEWLINE_RE = re.compile(r"\r\n|[\r\n]")
 _COCO_SPLIT_RE = re.compile(r"(train|val)20(14|17)")
 _FLICKR_ID_RE = re.compile(r"^(.+)#(\d+)$")
+_COCO_LINE = re.compile(r"^(\d+) (.*)$")
+FLICKR30K_CAPTIONS = 5
+CC3M_HEADER = ("caption", "image")
 UNSPLIT = "unsplit"
 FLICKR8K_TOKEN_FILE = "Flickr8k.token.txt"
 FLICKR8K_SPLIT_FILES = {
@@ -246,3 +256,84 @@ def read_flickr8k_dir(data_dir: str | Path) -> list[CaptionRecord]:
         _find_in(data_dir, FLICKR8K_TOKEN_FILE),
         {split: _find_in(data_dir, name) for split, name in FLICKR8K_SPLIT_FILES.items()},
     )
+
+
+def _require_caption(text: str, path: Path, line: int) -> str:
+    caption = clean_caption(text)
+    if not caption:
+        raise DataFormatError(path, "empty caption", line)
+    return caption
+
+
+def read_multi30k(folder: str | Path, split: str = "train") -> list[CaptionRecord]:
+    """Flickr30k captions in the Multi30k layout: ``{split}_images.txt`` names image i on
+    line i, and line i of ``{split}.{k}.en`` is its k-th caption (k = 1..5)."""
+    folder = Path(folder)
+    images_file = folder / f"{split}_images.txt"
+    images = [(n, line.strip()) for n, line in iter_lines(images_file)]
+    for number, image in images:
+        if not image:
+            raise DataFormatError(images_file, "empty image name", number)
+    records = []
+    for k in range(1, FLICKR30K_CAPTIONS + 1):
+        path = folder / f"{split}.{k}.en"
+        lines = list(iter_lines(path))
+        if len(lines) != len(images):
+            raise DataFormatError(
+                path, f"{len(lines)} captions for the {len(images)} images of {images_file.name}"
+            )
+        for (number, text), (_, image) in zip(lines, images, strict=True):
+            records.append(
+                CaptionRecord(
+                    f"flickr30k/{image}",
+                    f"flickr30k/{image}#{k}",
+                    _require_caption(text, path, number),
+                    split,
+                )
+            )
+    return records
+
+
+def read_cc3m_tsv(path: str | Path) -> list[CaptionRecord]:
+    """Conceptual Captions rows ``caption<TAB>image URL or name``; a ``caption<TAB>image``
+    header is skipped. One caption per image, so each row is its own image."""
+    path = Path(path)
+    records = []
+    for number, line in iter_lines(path):
+        fields = line.split("\t")
+        if number == 1 and tuple(f.strip().lower() for f in fields) == CC3M_HEADER:
+            continue
+        if len(fields) != 2:
+            raise DataFormatError(
+                path, f"expected 'caption<TAB>image', found {len(fields) - 1} tabs", number
+            )
+        if not fields[1].strip():
+            raise DataFormatError(path, "empty image field", number)
+        row = f"cc3m/{path.stem}:{number}"
+        records.append(CaptionRecord(row, row, _require_caption(fields[0], path, number), "train"))
+    return records
+
+
+def read_coco_lines(path: str | Path) -> list[CaptionRecord]:
+    """A lower-cased COCO caption file, one caption per line, with a leading
+    ``<image id> `` on every line or on none. Lines without an id are images of their own
+    (reconstruction and negatives, never a same-image positive)."""
+    path = Path(path)
+    lines = [(n, line) for n, line in iter_lines(path)]
+    with_id = bool(lines) and _COCO_LINE.match(lines[0][1]) is not None
+    records = []
+    for number, line in lines:
+        if with_id:
+            match = _COCO_LINE.match(line)
+            if match is None:
+                raise DataFormatError(
+                    path, "expected '<COCO image id> <caption>' like the first line", number
+                )
+            image, text = str(int(match.group(1))), match.group(2)
+        else:
+            image, text = f"coco_line/{path.stem}:{number}", line
+        caption_id = f"coco_line/{path.stem}:{number}"
+        records.append(
+            CaptionRecord(image, caption_id, _require_caption(text, path, number), "train")
+        )
+    return records

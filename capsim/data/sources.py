@@ -1,7 +1,7 @@
-"""More caption text for training: Flickr30k, Conceptual Captions, COCO line files.
+"""The named caption sources a config can train on (``config.data.sources``).
 
-Readers of three more layouts (each returns ``list[CaptionRecord]``), the named
-sources a config can train on (``config.data.sources``), and the two rules
+The registry of sources (each a folder layout and its reader in
+capsim.data.captions), the dev sets, and the two rules
 that keep evaluation text out of training, enforced here rather than trusted
 to the data:
 
@@ -17,15 +17,6 @@ to the data:
 subset of Flickr30k, val2017 of val2014): images are keyed by their photo
 (``flickr/<photo id>``, the COCO id) and captions compared after lower-casing
 and dropping punctuation.
-
-Where the originals come from:
-  * Flickr30k in the Multi30k layout: github.com/multi30k/dataset,
-    ``data/task2/raw/{split}.{1..5}.en.gz`` and ``data/task2/image_splits``
-    (Flickr30k terms: non-commercial research and education only).
-  * Conceptual Captions TSVs (``caption<TAB>url``, with or without a header):
-    ai.google.com/research/ConceptualCaptions ("may be freely used for any purpose").
-  * Lower-cased COCO line files (``[<image id> ]caption``), e.g. Texygen's
-    ``image_coco.txt`` (COCO annotations, CC BY 4.0).
 """
 
 from __future__ import annotations
@@ -39,20 +30,19 @@ from typing import Any
 
 from capsim.data import tfds_coco
 from capsim.data.captions import (
-    clean_caption,
     iter_lines,
+    read_cc3m_tsv,
     read_coco_captions,
+    read_coco_lines,
     read_flickr8k_dir,
     read_karpathy,
+    read_multi30k,
 )
 from capsim.data.records import CaptionRecord
 from capsim.errors import DataFormatError
 
-FLICKR30K_CAPTIONS = 5
-CC3M_HEADER = ("caption", "image")
 _PUNCTUATION = re.compile(r"[^\w\s]")
 _SPACES = re.compile(r"\s+")
-_COCO_LINE = re.compile(r"^(\d+) (.*)$")
 _FLICKR8K_TEST_PHOTOS = Path(__file__).with_name("flickr8k_test_photos.txt")
 # COCO ids of the Karpathy test split's 5,000 val2014 images, from Karpathy & Fei-Fei's
 # split as Up-Down-Captioner's data/coco_splits/karpathy_test_images.txt lists it (MIT).
@@ -104,42 +94,6 @@ def drop_karpathy_test(
     return kept, len(records) - len(kept)
 
 
-def _require_caption(text: str, path: Path, line: int) -> str:
-    caption = clean_caption(text)
-    if not caption:
-        raise DataFormatError(path, "empty caption", line)
-    return caption
-
-
-def read_multi30k(folder: str | Path, split: str = "train") -> list[CaptionRecord]:
-    """Flickr30k captions in the Multi30k layout: ``{split}_images.txt`` names image i on
-    line i, and line i of ``{split}.{k}.en`` is its k-th caption (k = 1..5)."""
-    folder = Path(folder)
-    images_file = folder / f"{split}_images.txt"
-    images = [(n, line.strip()) for n, line in iter_lines(images_file)]
-    for number, image in images:
-        if not image:
-            raise DataFormatError(images_file, "empty image name", number)
-    records = []
-    for k in range(1, FLICKR30K_CAPTIONS + 1):
-        path = folder / f"{split}.{k}.en"
-        lines = list(iter_lines(path))
-        if len(lines) != len(images):
-            raise DataFormatError(
-                path, f"{len(lines)} captions for the {len(images)} images of {images_file.name}"
-            )
-        for (number, text), (_, image) in zip(lines, images, strict=True):
-            records.append(
-                CaptionRecord(
-                    f"flickr30k/{image}",
-                    f"flickr30k/{image}#{k}",
-                    _require_caption(text, path, number),
-                    split,
-                )
-            )
-    return records
-
-
 def check_no_flickr8k_test(
     folder: str | Path, test_captions: Iterable[str] = (), splits: Sequence[str] | None = None
 ) -> None:
@@ -169,51 +123,6 @@ def check_no_flickr8k_test(
                         f"image {record.image_id.partition('/')[2]!r} has a caption of a "
                         f"Flickr8k test image ({record.text!r}): refused for training",
                     )
-
-
-def read_cc3m_tsv(path: str | Path) -> list[CaptionRecord]:
-    """Conceptual Captions rows ``caption<TAB>image URL or name``; a ``caption<TAB>image``
-    header is skipped. One caption per image, so each row is its own image."""
-    path = Path(path)
-    records = []
-    for number, line in iter_lines(path):
-        fields = line.split("\t")
-        if number == 1 and tuple(f.strip().lower() for f in fields) == CC3M_HEADER:
-            continue
-        if len(fields) != 2:
-            raise DataFormatError(
-                path, f"expected 'caption<TAB>image', found {len(fields) - 1} tabs", number
-            )
-        if not fields[1].strip():
-            raise DataFormatError(path, "empty image field", number)
-        row = f"cc3m/{path.stem}:{number}"
-        records.append(CaptionRecord(row, row, _require_caption(fields[0], path, number), "train"))
-    return records
-
-
-def read_coco_lines(path: str | Path) -> list[CaptionRecord]:
-    """A lower-cased COCO caption file, one caption per line, with a leading
-    ``<image id> `` on every line or on none. Lines without an id are images of their own
-    (reconstruction and negatives, never a same-image positive)."""
-    path = Path(path)
-    lines = [(n, line) for n, line in iter_lines(path)]
-    with_id = bool(lines) and _COCO_LINE.match(lines[0][1]) is not None
-    records = []
-    for number, line in lines:
-        if with_id:
-            match = _COCO_LINE.match(line)
-            if match is None:
-                raise DataFormatError(
-                    path, "expected '<COCO image id> <caption>' like the first line", number
-                )
-            image, text = str(int(match.group(1))), match.group(2)
-        else:
-            image, text = f"coco_line/{path.stem}:{number}", line
-        caption_id = f"coco_line/{path.stem}:{number}"
-        records.append(
-            CaptionRecord(image, caption_id, _require_caption(text, path, number), "train")
-        )
-    return records
 
 
 @dataclasses.dataclass(frozen=True)
