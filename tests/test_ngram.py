@@ -19,8 +19,8 @@ from capsim.eval.ngram import (
     Rouge,
     compute_ngram_metrics,
     lcs_length,
-    pair_ngrams,
 )
+from capsim.eval.ngram_counts import pair_ngrams
 
 GOLDEN_FILE = "golden/pycocoevalcap_flickr8k_expert.json"
 NGRAM_METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "ROUGE-L", "CIDEr")

@@ -19,7 +19,8 @@ import numpy as np
 
 from capsim.errors import CaptionError
 from capsim.eval import meteor
-from capsim.eval.ngram import Candidates, References, compute_ngram_metrics, paired_captions
+from capsim.eval.ngram import compute_ngram_metrics
+from capsim.eval.ngram_counts import Candidates, References, paired_captions
 
 JAVA_EXECUTABLE = "java"
 PYCOCOEVALCAP_MODULE = "pycocoevalcap"

@@ -39,7 +39,8 @@ from typing import Any
 from capsim.data.captions import read_json_file
 from capsim.errors import CapsimError, CaptionError, DataFormatError
 from capsim.eval import bootstrap
-from capsim.eval.ngram import DEFAULT_MAX_ORDER, Bleu, CiderD, Rouge, pair_ngrams
+from capsim.eval.ngram import DEFAULT_MAX_ORDER, Bleu, CiderD, Rouge
+from capsim.eval.ngram_counts import pair_ngrams
 from capsim.eval.ptb import ptb_tokenize
 
 CORENLP_JAR = "stanford-corenlp-3.6.0.jar"
