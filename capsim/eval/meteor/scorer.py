@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from capsim.errors import CaptionError
-from capsim.eval.meteor import matching, resources
+from capsim.eval.meteor import lexicon, matching, resources
 from capsim.eval.meteor.normalize import normalize
 
 # METEOR 1.5's English "rank" task (the jar prints them as Parameters/Weights).
@@ -238,10 +238,10 @@ def _cyclic_gc_paused():
 
 
 @functools.cache
-def _lexicon(jar: Path) -> matching.Lexicon:
-    return matching.Lexicon(resources.jar_data(jar))
+def _lexicon(jar: Path) -> lexicon.Lexicon:
+    return lexicon.Lexicon(resources.jar_data(jar))
 
 
 @functools.cache
-def _phrases(source: Path) -> matching.Phrases:
-    return matching.Phrases(resources.paraphrase_index(source))
+def _phrases(source: Path) -> lexicon.Phrases:
+    return lexicon.Phrases(resources.paraphrase_index(source))
