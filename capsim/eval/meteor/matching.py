@@ -174,8 +174,14 @@ def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
             paths.sort(key=_rank)
             del paths[BEAM_SIZE:]
         here = options.get(p, ())
-        fixed = here[0] if len(here) == 1 and here[0][7] else None
         bit = 1 << p
+        if not here:  # each partial goes on, closing its open chunk unless it covers p
+            paths = [
+                path if path[2] & bit or path[3] < 0 else (path[0] + CHUNK, *path[1:3], -1, path[4])
+                for path in paths
+            ]
+            continue
+        fixed = here[0] if len(here) == 1 and here[0][7] else None
         grown = []
         for path in paths:
             rank, tmask, rmask, open_end, link = path
