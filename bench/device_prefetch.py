@@ -26,8 +26,8 @@ from bench.harness import load_average, ratio_summary, time_rounds
 from capsim.tables import format_table
 from capsim.train import Trainer
 from configs import i2ce_demo
+from i2ce_jax import data as i2ce_data
 from i2ce_jax import model as i2ce_model
-from i2ce_jax import train as i2ce_train
 
 
 def main() -> None:
@@ -36,8 +36,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40, help="train steps per round")
     args = parser.parse_args()
     config = i2ce_demo.get_config()
-    vocab, train, _, _ = i2ce_train.encoded_corpora(config)
-    dataset = i2ce_train.training_batches(config, train)
+    vocab, train, _, _ = i2ce_data.encoded_corpora(config)
+    dataset = i2ce_data.training_batches(config, train).dataset(config)
     loops = {}
     for prefetch in (0, 1):
         side = config.copy_and_resolve_references()

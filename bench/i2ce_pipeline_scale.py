@@ -29,8 +29,8 @@ import numpy as np
 from bench.harness import load_average, machine_facts, ratio_summary, time_rounds, update_section
 from bench.throughput_training import JaxRunner
 from capsim.data import glove
+from i2ce_jax import data as i2ce_data
 from i2ce_jax import model as i2ce_model
-from i2ce_jax import train as i2ce_train
 from i2ce_jax.pretrained import recipe
 
 SECTION = "## I2CE input pipeline at scale"
@@ -45,8 +45,8 @@ def main() -> None:
     args = parser.parse_args()
     data_dir = Path(args.data_dir).resolve()
     config = recipe.get_config(f"model={args.model},data_dir={data_dir}")
-    vocab, train, _, _ = i2ce_train.encoded_corpora(config)
-    dataset = i2ce_train.training_batches(config, train)
+    vocab, train, _, _ = i2ce_data.encoded_corpora(config)
+    dataset = i2ce_data.training_batches(config, train).dataset(config)
     prebuilt = [batch for _, batch in zip(range(args.batches), iter(dataset), strict=False)]
 
     init = glove.vectors_for_vocab(config.model.glove, vocab, config.model.embed_dim, seed=0)

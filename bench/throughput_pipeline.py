@@ -22,8 +22,8 @@ from bench.throughput_training import (
 from capsim import text
 from capsim.data import corpus as corpus_lib
 from capsim.data.pipeline import READ_OPTIONS, training_dataset
-from i2ce_jax import train as i2ce_train
-from vtfn_jax import train as vtfn_train
+from i2ce_jax import data as i2ce_data
+from vtfn_jax import kinds as vtfn_kinds
 from vtfn_jax.features import ARRAY_RECORD_FILE, ArrayRecordFeatures, FeatureStore
 
 COCO_IMAGES = 123_287  # COCO 2014 train + val, the images VTFN trains on at scale
@@ -144,13 +144,13 @@ def measure_pipeline(
         (
             "VTFN-pipeline",
             "VTFN input pipeline (features in memory): batch gathering vs one Python call per example",
-            batched(vtfn_train.make_batch_fn(split, pivot=False)),
+            batched(vtfn_kinds.make_batch_fn(split, pivot=False)),
             _per_example_dataset(split, True, batch_size),
         ),
         (
             "I2CE-pipeline",
             "I2CE input pipeline: batch gathering vs one Python call per example",
-            batched(i2ce_train.make_batch_fn(captions)),
+            batched(i2ce_data.make_batch_fn(captions)),
             _per_example_dataset(split, False, batch_size),
         ),
     ]
@@ -164,8 +164,8 @@ def measure_pipeline(
             (
                 "VTFN-pipeline-ArrayRecord",
                 "VTFN input pipeline reading features from an ArrayRecord store vs from memory",
-                batched(vtfn_train.make_batch_fn(disk_split, pivot=False)),
-                batched(vtfn_train.make_batch_fn(split, pivot=False)),
+                batched(vtfn_kinds.make_batch_fn(disk_split, pivot=False)),
+                batched(vtfn_kinds.make_batch_fn(split, pivot=False)),
             )
         )
         for name, description, ours, reference in comparisons:

@@ -1,183 +1,55 @@
 """Train an I2CE caption autoencoder: ``python -m i2ce_jax.train --config=... --workdir=...``.
 
 ``train_and_evaluate(config, workdir)`` is the whole job (notebooks and tests
-call it directly): build the caption corpus, train with early stopping on
-held-out captions, then run the final-report evaluators of ``config.evals``
-(human judgments: the shapes world's rule-based ones for the demo,
-Flickr8k-Expert for the COCO configs when its files are there).
+call it directly): the shared recipe (capsim.train.recipe) runs the task this
+module declares: the caption corpus of i2ce_jax.data, the autoencoder and its
+loss, early stopping on held-out captions, then the final-report evaluators of
+``config.evals`` (human judgments: the shapes world's rule-based ones for the
+demo, Flickr8k-Expert for the COCO configs when its files are there).
 """
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
-import grain
 import ml_collections
-import numpy as np
 
-from capsim import mesh as mesh_lib
-from capsim import text
-from capsim.checkpoints import restore_model
-from capsim.data import corpus as corpus_lib
 from capsim.data import glove
-from capsim.data.pipeline import training_dataset
-from capsim.data.records import CaptionRecord
-from capsim.eval.evaluators import Evaluators, Subject
-from capsim.tables import format_table, results_rows
+from capsim.eval.evaluators import Subject
+from capsim.task import Task
+from capsim.train import recipe
 from capsim.train.entry import run_training_cli
-from capsim.train.optimizer import steps_for_epochs
-from capsim.train.preflight import check_workdir
-from capsim.train.trainer import Trainer
-from capsim.workdir import VOCAB_FILE, is_main_process, write_results
+from capsim.workdir import VOCAB_FILE, is_main_process
+from i2ce_jax.data import encoded_corpora, single_caption_images, training_batches
 from i2ce_jax.model import I2CEAutoencoder, build_model, make_loss_fn
 from i2ce_jax.scorer import I2CEScorer
 
 
-def load_corpora(
-    config: ml_collections.ConfigDict,
-) -> tuple[list[CaptionRecord], dict[str, list[CaptionRecord]], object | None]:
-    """Training captions, the dev splits (for early stopping) and the shapes world, if used.
-
-    The named ``data.sources`` give one dev split per ``data.dev_sets`` entry
-    (``dev_coco``, ``dev_flickr``); without dev sets, ``dev`` is ``data.dev_images``
-    images of the training captions (capsim.data.corpus.load_sources).
-    """
-    data = config.data
-    if data.source == "shapes_world":
-        from capsim.data.shapes_world import ShapesWorldConfig, generate_world
-
-        world = generate_world(
-            ShapesWorldConfig(num_scenes=data.shapes_world.num_scenes, seed=data.shapes_world.seed)
-        )
-        train = [r for r in world.captions if r.split == "train"]
-        dev = [r for r in world.captions if r.split == "val"]
-        return train, {"dev": dev}, world
-    if data.source == "files":
-        train, dev = corpus_lib.load_sources(data, config.seed)
-        return train, dev, None
-    raise ValueError(f"config.data.source must be 'shapes_world' or 'files', got {data.source!r}")
-
-
-def make_batch_fn(corpus: corpus_lib.EncodedCorpus):
-    """Anchor captions plus a different caption of the same image each.
-
-    A caption whose image has no other (a Conceptual Captions row, say) is paired with
-    itself, and its ``group`` is written as ``-1 - image``: it serves reconstruction and
-    negatives, never as its own positive (i2ce_jax.model.semantic_positives). The flag
-    rides in ``group`` rather than in an array of its own: a second per-row array in the
-    global batch broke the 2-process gloo step (a collective mismatch,
-    tests/test_multihost.py).
-    """
-
-    def make_batch(
-        rows: np.ndarray, draws: np.ndarray, width: int | None = None
-    ) -> dict[str, np.ndarray]:
-        anchor_ids, anchor_mask = corpus.tokens(rows, width)
-        similar = corpus.other_captions(rows, draws)
-        similar_ids, similar_mask = corpus.tokens(similar, width)
-        image = corpus.image_index[rows]
-        return {
-            "anchor_ids": anchor_ids,
-            "anchor_mask": anchor_mask,
-            "similar_ids": similar_ids,
-            "similar_mask": similar_mask,
-            "group": np.where(similar != rows, image, -1 - image).astype(image.dtype),
-        }
-
-    return make_batch
-
-
-# Losses that read every row's diagonal pair as a positive and cannot leave one out.
-DIAGONAL_POSITIVE_LOSSES = ("pearson", "covariance", "kendall")
-
-
-def single_caption_images(corpus: corpus_lib.EncodedCorpus) -> int:
-    """How many images of ``corpus`` have one caption (no same-image positive)."""
-    return int(np.sum(np.bincount(corpus.image_index) == 1))
-
-
-def _check_positives(config: ml_collections.ConfigDict, train: corpus_lib.EncodedCorpus) -> None:
-    """A caption without a second caption of its image must not become its own positive."""
-    singles = single_caption_images(train)
-    if singles and config.loss.name in DIAGONAL_POSITIVE_LOSSES:
-        raise ValueError(
-            f"loss {config.loss.name!r} takes every caption's pair with a second caption of "
-            f"its image as a positive, but {singles} training images have one caption (e.g. "
-            "Conceptual Captions rows); use infonce, triplet, rank or margin, or drop those sources"
-        )
-
-
-def encoded_corpora(
-    config: ml_collections.ConfigDict,
-) -> tuple[text.Vocab, corpus_lib.EncodedCorpus, dict[str, corpus_lib.CaptionSplit], object]:
-    """(vocabulary, encoded training captions, encoded dev splits, shapes world or None)."""
-    train_records, dev_splits, world = load_corpora(config)
-    data = config.data
-    vocab = corpus_lib.build_vocab(train_records, data.min_count, data.max_vocab)
-    train = corpus_lib.encode_corpus(train_records, vocab, data.max_len)
-    dev = {
-        name: corpus_lib.CaptionSplit(corpus_lib.encode_corpus(records, vocab, data.max_len))
-        for name, records in dev_splits.items()
-    }
-    logging.info(
-        "vocabulary %d, %d training captions of %d images, dev captions %s",
-        len(vocab),
-        len(train),
-        len(train.image_ids),
-        {name: len(split.corpus) for name, split in dev.items()},
+def declare(config: ml_collections.ConfigDict, workdir: Path) -> Task:
+    """The I2CE task: its captions (the vocabulary saved in ``workdir``), model and loss;
+    the evaluators score captions with the model's encoder, as ``I2CEScorer`` does."""
+    vocab, train, dev, world = encoded_corpora(config)
+    if is_main_process():
+        vocab.save(workdir / VOCAB_FILE)
+    embedding_init = glove.vectors_for_vocab(
+        config.model.glove, vocab, config.model.embed_dim, seed=config.seed
     )
-    _check_positives(config, train)
-    return vocab, train, dev, world
 
+    def subject_of(model: I2CEAutoencoder) -> Subject:
+        scorer = I2CEScorer(model.encoder, vocab, pooling=config.scorer.pooling)
+        return Subject(scorer.embed, scorer.compute_score, splits=dev, world=world)
 
-def training_batches(
-    config: ml_collections.ConfigDict, train: corpus_lib.EncodedCorpus
-) -> grain.IterDataset:
-    """The grain dataset of training batches: length-bucketed with ``data.length_buckets``,
-    in runs of captions sharing a content word (hard negatives) with ``data.topic_clusters``."""
-    return training_dataset(
-        len(train),
-        make_batch_fn(train),
-        global_batch_size=config.batch_size,
-        seed=config.seed,
-        workers=config.get("input_workers", 0),
-        length_buckets=train.length_buckets(
-            config.data.get("length_buckets", 0), with_other_captions=True
-        ),
-        topic_clusters=train.topic_clusters(config.data.get("topic_clusters", 0)),
+    return Task(
+        subject_of=subject_of,
+        model=build_model(config, len(vocab), embedding_init),
+        loss_fn=make_loss_fn(config, single_captions=single_caption_images(train) > 0),
+        batches=training_batches(config, train),
     )
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -> dict:
     """Trains I2CE as configured and returns the final metrics (also in results.json)."""
-    mesh_lib.maybe_initialize_distributed()
-    workdir = check_workdir(config, workdir)  # writable, same model as any run already there
-    mesh_lib.local_batch_size(config.batch_size)  # the batch splits over the devices
-    vocab, train, dev, world = encoded_corpora(config)
-    if is_main_process():
-        vocab.save(workdir / VOCAB_FILE)
-    steps_for_epochs(config, len(train))
-    dataset = training_batches(config, train)
-    embedding_init = glove.vectors_for_vocab(
-        config.model.glove, vocab, config.model.embed_dim, seed=config.seed
-    )
-    model = build_model(config, len(vocab), embedding_init)
-
-    def subject_of(m: I2CEAutoencoder) -> Subject:
-        scorer = I2CEScorer(m.encoder, vocab, pooling=config.scorer.pooling)
-        return Subject(scorer.embed, scorer.compute_score, splits=dev, world=world)
-
-    evaluators = Evaluators(config.evals, subject_of)
-    loss_fn = make_loss_fn(config, single_captions=single_caption_images(train) > 0)
-    result = Trainer(config, model, loss_fn).fit(workdir, dataset, evaluators)
-    restore_model(workdir, model)
-    summary = {**result.summary(), **evaluators.report(subject_of(model))}
-    if is_main_process():
-        results_file = write_results(workdir, summary)
-        table = format_table(results_rows(summary), ["task", "measure", "value"])
-        print(f"\n{table}\n(all results: {results_file})", flush=True)
-    return summary
+    return recipe.train_and_evaluate(config, workdir, declare)
 
 
 def cli() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 import jax
@@ -18,16 +19,10 @@ from capsim.data import glove
 from capsim.data.records import CaptionRecord
 from capsim.errors import CheckpointError
 from configs import coco_gru
-from vtfn_jax import evaluate, train
-from vtfn_jax.baselines import KINDS
+from vtfn_jax import evaluate, kinds, train
 from vtfn_jax.baselines.glove_average import WordAverageEmbedder, glove_embedder
 from vtfn_jax.baselines.language_models import CaptionLanguageModel, make_lm_loss
-from vtfn_jax.baselines.word2vec import (
-    extra_caption_records,
-    load_word2vec,
-    train_word2vec,
-    training_images_captions,
-)
+from vtfn_jax.baselines.word2vec import extra_caption_records, training_images_captions
 from vtfn_jax.data import VtfnData, prepare_data
 
 CONFIGS = {
@@ -93,7 +88,7 @@ def test_every_config_builds_its_kind_with_vtfn_data_and_eval_keys():
     vtfn = coco_gru.get_config("runlocal")
     for name, kind in CONFIGS.items():
         config = baseline(name, "runlocal")
-        assert config.model.kind == kind and kind in train.TRAINERS
+        assert config.model.kind == kind and kind in kinds.KINDS
         assert config.data.to_dict() == vtfn.data.to_dict()
         for key in ("batch_size", "num_epochs", "optimizer", "early_stopping"):
             assert config[key] == vtfn[key], (name, key)
@@ -105,7 +100,7 @@ def test_every_config_builds_its_kind_with_vtfn_data_and_eval_keys():
     assert baseline("glove_r", None).model.glove == "package"
     assert baseline("word2vec", "algorithm=cbow,dim=64").model.w2v_algorithm == "cbow"
     assert baseline("pin_model_a", "dim=32,glove=package").model.embed_dim == 50
-    assert set(KINDS) == {"glove_avg", "word2vec", "pure_text_rnn", "pin_model_a"}
+    assert set(kinds.KINDS) == {"vtfn", "glove_avg", "word2vec", "pure_text_rnn", "pin_model_a"}
 
 
 def test_config_arguments_are_checked_per_kind():
@@ -175,12 +170,22 @@ def w2v_config(tmp_path, **model) -> ml_collections.ConfigDict:
     return config
 
 
+def train_word2vec(config, workdir, data):
+    """(embedder, summary): the word2vec kind's task, fit as the recipe fits it."""
+    return kinds.KINDS["word2vec"].task(config, data).fit(workdir)
+
+
+def load_word2vec(config, workdir, data):
+    """(embedder, image embedder) of a word2vec workdir, as SentenceEncoder loads it."""
+    return kinds.load_embedders(config, workdir, data)
+
+
 @requires_gensim
 def test_word2vec_is_deterministic_and_round_trips(tmp_path):
     data = tiny_data()
     config = w2v_config(tmp_path, w2v_epochs=3)
-    first, _, summary = train_word2vec(config, tmp_path / "a", data)
-    second, _, _ = train_word2vec(config, tmp_path / "b", data)
+    first, summary = train_word2vec(config, tmp_path / "a", data)
+    second, _ = train_word2vec(config, tmp_path / "b", data)
     sentences = ["a dog on the sofa", "a red bike", "unseenword"]
     np.testing.assert_array_equal(first.embed(sentences), second.embed(sentences))
     loaded, image_embed = load_word2vec(config, tmp_path / "a", data)
@@ -190,7 +195,7 @@ def test_word2vec_is_deterministic_and_round_trips(tmp_path):
     assert not np.any(first.embed(sentences)[2])  # no known word: zero vector
     other_seed = config.copy_and_resolve_references()
     other_seed.seed = 1
-    third, _, _ = train_word2vec(other_seed, tmp_path / "c", data)
+    third, _ = train_word2vec(other_seed, tmp_path / "c", data)
     assert not np.allclose(third.embed(sentences[:1]), first.embed(sentences[:1]))
 
 
@@ -333,14 +338,15 @@ def test_pin_model_a_trains_and_evaluates(shared_data, tmp_path):
 
 def test_pure_text_rnn_trains_evaluates_and_reloads_identically(shared_data, tmp_path, monkeypatch):
     trained = []
+    kind = kinds.KINDS["pure_text_rnn"]
 
-    evaluate_trained = train.evaluate_trained
+    def embedders_and_keep(model, data):
+        text_embedder, image_embed = kind.embedders(model, data)
+        trained.append(text_embedder)
+        return text_embedder, image_embed
 
-    def evaluate_and_keep(config, data, embedder, *args):
-        trained.append(embedder)
-        return evaluate_trained(config, data, embedder, *args)
-
-    monkeypatch.setattr(train, "evaluate_trained", evaluate_and_keep)
+    replaced = dataclasses.replace(kind, embedders=embedders_and_keep)
+    monkeypatch.setitem(kinds.KINDS, "pure_text_rnn", replaced)
     config = coco_config("pure_text_rnn", shared_data)
     results = train.train_and_evaluate(config, tmp_path)
     assert_finite_same_diff(results)

@@ -203,7 +203,7 @@ def test_karpathy_test_images_are_dropped_from_training_by_default(tmp_path, cap
 def test_i2ce_caption_files_drop_karpathy_test_images(tmp_path, caplog):
     """I2CE's default sources (no dev sets: dev drawn from training): dropped after the draw."""
     from configs import i2ce_coco_margin
-    from i2ce_jax import train as i2ce_train
+    from i2ce_jax import data as i2ce_data
 
     captions = [
         (i, 10 * i + k, f"coco image {i} caption {k}") for i in range(1, 31) for k in (0, 1)
@@ -213,7 +213,7 @@ def test_i2ce_caption_files_drop_karpathy_test_images(tmp_path, caplog):
     config = i2ce_coco_margin.get_config(f"data_dir={tmp_path},flickr8k=False")
     config.data.dev_images = 2
     with caplog.at_level("WARNING"):
-        train, dev, _ = i2ce_train.load_corpora(config)
+        train, dev, _ = i2ce_data.load_corpora(config)
     trained = {r.image_id for r in train}
     assert (
         str(KARPATHY_TEST_IMAGE) not in trained
@@ -400,7 +400,7 @@ def test_single_caption_images_are_never_their_own_positive():
 
 def test_make_batch_marks_captions_without_a_second_caption(tmp_path):
     from capsim.data.records import CaptionRecord
-    from i2ce_jax.train import make_batch_fn
+    from i2ce_jax.data import make_batch_fn
 
     records = [
         CaptionRecord("a", "1", "a dog runs", "train"),

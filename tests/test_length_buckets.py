@@ -20,6 +20,7 @@ from capsim import text
 from capsim.data import corpus as corpus_lib
 from capsim.data.records import CaptionRecord
 from configs import i2ce_coco_margin, i2ce_coco_triplet, i2ce_demo
+from i2ce_jax import data as i2ce_data
 from i2ce_jax import model as i2ce_model
 from i2ce_jax import train as i2ce_train
 from vtfn_jax import model as vtfn_model
@@ -95,7 +96,7 @@ def test_i2ce_batches_cut_to_the_width_they_are_given():
     records = [CaptionRecord(f"img{i // 2}", str(i), t, "train") for i, t in enumerate(captions)]
     vocab = text.Vocab.build(text.tokenize(r.text) for r in records)
     corpus = corpus_lib.encode_corpus(records, vocab, max_len=12)
-    make_batch = i2ce_train.make_batch_fn(corpus)
+    make_batch = i2ce_data.make_batch_fn(corpus)
     rows, draws = np.array([0, 2]), np.zeros(2)
     width = int(corpus.length_buckets(1, with_other_captions=True).widths[rows].max())
     cut, full = make_batch(rows, draws, width=width), make_batch(rows, draws)

@@ -246,7 +246,7 @@ def test_topic_clusters_keep_to_one_width_under_length_buckets():
 def test_i2ce_training_batches_take_topic_clusters_from_the_data_config():
     import ml_collections
 
-    from i2ce_jax import train as i2ce_train
+    from i2ce_jax import data as i2ce_data
 
     corpus, vocab = _topic_corpus()
     config = ml_collections.ConfigDict(
@@ -265,9 +265,9 @@ def test_i2ce_training_batches_take_topic_clusters_from_the_data_config():
         ]
         return [{"rows": [row_of[t] for t in batch]} for batch in texts]
 
-    clustered = anchors(i2ce_train.training_batches(config, corpus))
+    clustered = anchors(i2ce_data.training_batches(config, corpus).dataset(config))
     config.data.topic_clusters = 0
-    plain = anchors(i2ce_train.training_batches(config, corpus))
+    plain = anchors(i2ce_data.training_batches(config, corpus).dataset(config))
     assert (
         _mates_sharing_a_word(corpus, clustered)
         >= 3.5

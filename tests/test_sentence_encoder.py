@@ -115,7 +115,7 @@ def test_normalize_embeddings_gives_unit_rows_and_keeps_zero_rows(encoder):
 
 
 def test_empty_sentences_get_zero_vectors_and_a_logged_count(encoder, caplog):
-    with caplog.at_level(logging.INFO, logger="vtfn_jax.sentence_encoder"):
+    with caplog.at_level(logging.INFO, logger="vtfn_jax.embedders"):
         vectors = encoder.encode(["", "a red square", " \t "])
     assert not np.any(vectors[[0, 2]]) and np.any(vectors[1])
     assert "2 of 3 sentences are empty" in caplog.text

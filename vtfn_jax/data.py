@@ -12,7 +12,9 @@ says so) or user-extracted CNN features in the FeatureStore layout.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import ml_collections
@@ -21,14 +23,18 @@ import numpy as np
 from capsim.data import corpus as corpus_lib
 from capsim.data import glove
 from capsim.data.records import CaptionRecord
+from capsim.eval.evaluators import Subject
 from capsim.text import Vocab
 from vtfn_jax.coco_labels import coco_object_label_features
+from vtfn_jax.embedders import DEFAULT_BATCH_SIZE, Embedder, encode_sentences
 from vtfn_jax.features import FeatureStore, align_captions
 from vtfn_jax.pca import Pca, fit_pca
 
 logger = logging.getLogger(__name__)
 
 SPLITS = ("train", "dev", "test")
+# Image features -> vectors in the sentence space (VTFN's W; the baselines have none).
+ImageEmbed = Callable[[np.ndarray], np.ndarray]
 
 
 @dataclasses.dataclass
@@ -43,6 +49,17 @@ class VtfnData:
     @property
     def image_dim(self) -> int:
         return self.splits["train"].features.shape[1]
+
+    def subject(self, text: Embedder, images: ImageEmbed | None = None) -> Subject:
+        """A trained kind on this data as the evaluators see it, embedding as
+        ``SentenceEncoder.encode`` does; held-out sets go in larger batches than its
+        default (the vectors are the same)."""
+        return Subject(
+            embed=functools.partial(encode_sentences, text, batch_size=DEFAULT_BATCH_SIZE),
+            embed_images=images,
+            splits=self.splits,
+            world=self.world,
+        )
 
 
 def _feature_store(config: ml_collections.ConfigDict) -> FeatureStore:

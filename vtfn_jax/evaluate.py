@@ -12,15 +12,13 @@ similarity sets are read under ``--data_dir`` (default: the run's
 to the default tasks. Only tasks on held-out captions rebuild the run's data.
 Writes ``eval.json`` into the workdir and prints a table.
 
-The final report of any trained kind lives here too (``evaluate_trained``), so
-that training (vtfn_jax.train calls it) and re-evaluation report alike, and
-evaluating never imports the trainer.
+Evaluating goes through the run's data (``VtfnData.subject``), as training's
+final report does, and never imports the trainer.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,12 +27,13 @@ import ml_collections
 
 from capsim.cli import run_command
 from capsim.errors import CheckpointError
-from capsim.eval.evaluators import Evaluators, Subject
+from capsim.eval.evaluators import Evaluators
 from capsim.tables import format_table, results_rows
 from vtfn_jax.data import VtfnData
-from vtfn_jax.embedders import DEFAULT_BATCH_SIZE, Embedder
+from vtfn_jax.embedders import Embedder
+from vtfn_jax.kinds import load_embedders
 from vtfn_jax.sentence_encoder import SentenceEncoder
-from vtfn_jax.workdir import load_kind, run_data, saved_data
+from vtfn_jax.workdir import run_data, saved_data
 
 # Where the sentence-similarity sets live under a data_dir (see README, Real data).
 STS_DIR = "sts"
@@ -42,21 +41,10 @@ SICK_FILE = "sick/SICK_test_annotated.txt"
 STSB_DIR = "stsbenchmark"
 
 
-def subject_for(data: VtfnData, encoder: SentenceEncoder) -> Subject:
-    """Any trained kind (VTFN or a baseline) as the evaluators see it; held-out sets
-    embed in larger batches than ``encode``'s default (the vectors are the same)."""
-    return Subject(
-        embed=functools.partial(encoder.encode, batch_size=DEFAULT_BATCH_SIZE),
-        embed_images=encoder.embed_images,
-        splits=data.splits,
-        world=data.world,
-    )
-
-
 def load_trained(config: ml_collections.ConfigDict, workdir: str | Path):
     """(data, embedder, image embedder or None) of a finished run, for re-evaluation."""
     data = run_data(config, workdir)
-    embedder, image_embed = load_kind(config, Path(workdir), data)
+    embedder, image_embed = load_embedders(config, Path(workdir), data)
     return data, embedder, image_embed
 
 
@@ -69,7 +57,7 @@ def evaluate_encoder(
     """The final-report evaluators (or those named) on an encoder and its run's data."""
     return {
         "feature_source": data.feature_source,
-        **evaluators.report(subject_for(data, encoder), names),
+        **evaluators.report(data.subject(encoder.embedder, encoder.embed_images), names),
     }
 
 
@@ -80,7 +68,8 @@ def evaluate_trained(
     image_embed: Callable | None,
     names: list[str] | None = None,
 ) -> dict:
-    """The final-report evaluators of ``config.evals`` (or those named) on a trained kind."""
+    """The final-report evaluators of ``config.evals`` (or those named) on a trained kind,
+    laid out as the report in results.json."""
     encoder = SentenceEncoder(embedder, image_embed, config)
     return evaluate_encoder(Evaluators(config.evals), data, encoder, names)
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 import grain
 import jax
+import ml_collections
 import numpy as np
 from absl import flags
 
@@ -224,3 +225,26 @@ def training_dataset(
         flags.FLAGS.mark_as_parsed()
     options = grain.MultiprocessingOptions(num_workers=workers)
     return dataset.to_iter_dataset(READ_OPTIONS).mp_prefetch(options)
+
+
+@dataclasses.dataclass(frozen=True)
+class Batches:
+    """How a model's training examples become batches: what ``training_dataset`` needs
+    beside the run's batch size, seed and input workers, which the config gives."""
+
+    examples: int
+    make_batch: MakeBatch
+    length_buckets: LengthBuckets | None = None
+    topic_clusters: TopicClusters | None = None
+
+    def dataset(self, config: ml_collections.ConfigDict) -> grain.IterDataset:
+        """The grain dataset of ``config.batch_size`` batches, seeded by ``config.seed``."""
+        return training_dataset(
+            self.examples,
+            self.make_batch,
+            global_batch_size=config.batch_size,
+            seed=config.seed,
+            workers=config.get("input_workers", 0),
+            length_buckets=self.length_buckets,
+            topic_clusters=self.topic_clusters,
+        )

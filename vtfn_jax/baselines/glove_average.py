@@ -18,6 +18,7 @@ import numpy as np
 
 from capsim import text
 from capsim.data import glove
+from capsim.task import Task
 from capsim.workdir import is_main_process, save_config
 from vtfn_jax.data import VtfnData
 from vtfn_jax.embedders import DEFAULT_BATCH_SIZE
@@ -85,22 +86,27 @@ def _embedder_for(config: ml_collections.ConfigDict, data: VtfnData) -> WordAver
     return glove_embedder(config.model.glove, data.vocab if restricted else None)
 
 
-def train_glove_average(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
-    """Nothing to learn: builds the embedder and notes its coverage of the training vocabulary."""
-    embedder = _embedder_for(config, data)
-    summary = {
-        "vocab_covered": embedder.covered(data.vocab),
-        "words_with_vectors": len(embedder.row_of),
-        "dim": embedder.dim,
-        "restricted": bool(config.model.restricted),
-    }
-    logger.info("GloVe average (%s): %s", config.model.glove, summary)
-    if is_main_process():
-        Path(workdir).mkdir(parents=True, exist_ok=True)
-        save_config(config, workdir)
-        (Path(workdir) / NOTE_FILE).write_text(json.dumps(summary, indent=2) + "\n")
-    return embedder, None, summary
+def task(config: ml_collections.ConfigDict, data: VtfnData) -> Task:
+    """Nothing to learn: the fit builds the embedder and notes its coverage of the
+    training vocabulary (``glove_average.json``)."""
+
+    def fit(workdir: Path) -> tuple[WordAverageEmbedder, dict]:
+        embedder = _embedder_for(config, data)
+        summary = {
+            "vocab_covered": embedder.covered(data.vocab),
+            "words_with_vectors": len(embedder.row_of),
+            "dim": embedder.dim,
+            "restricted": bool(config.model.restricted),
+        }
+        logger.info("GloVe average (%s): %s", config.model.glove, summary)
+        if is_main_process():
+            Path(workdir).mkdir(parents=True, exist_ok=True)
+            save_config(config, workdir)
+            (Path(workdir) / NOTE_FILE).write_text(json.dumps(summary, indent=2) + "\n")
+        return embedder, summary
+
+    return Task(subject_of=data.subject, fit=fit)
 
 
-def load_glove_average(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
-    return _embedder_for(config, data), None
+def load(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData) -> WordAverageEmbedder:
+    return _embedder_for(config, data)

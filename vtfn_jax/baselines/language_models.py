@@ -9,7 +9,7 @@ that predicts ``</S>``), run from the zero state. For PinModelA that means no
 image at evaluation time: the test sentences (STS, held-out captions) have none,
 and the paper compares text-only embeddings.
 
-Training uses the shared ``Trainer`` on the harness's training captions
+Training is a capsim.task.Task that the shared recipe runs on the harness's training captions
 (``data.splits["train"]``, so ``captions_per_image`` applies as for VTFN), with
 checkpoints and early stopping on the dev same-image AUC, as VTFN does; the dev
 perplexity is logged beside it.
@@ -31,9 +31,10 @@ from flax import nnx
 from capsim.checkpoints import restore_model
 from capsim.data import glove
 from capsim.data.corpus import CaptionSplit
-from capsim.data.pipeline import training_dataset
+from capsim.data.pipeline import Batches
 from capsim.encoders import RNNEncoder, scan_rnn, zero_carry
-from capsim.eval.evaluators import Evaluators, Subject
+from capsim.eval.evaluators import Subject
+from capsim.task import Task
 from capsim.text import EOS_ID
 from vtfn_jax.data import VtfnData
 from vtfn_jax.embedders import TokenEmbedder
@@ -195,54 +196,42 @@ def make_batch_fn(split: CaptionSplit, with_image: bool):
     return make_batch
 
 
-def _train(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, with_image: bool):
-    # Here, not at the top: loading a trained language model (SentenceEncoder) never
-    # imports the trainer.
-    from capsim.train.optimizer import steps_for_epochs
-    from capsim.train.trainer import Trainer
-
+def task(config: ml_collections.ConfigDict, data: VtfnData, with_image: bool) -> Task:
+    """The language model on the training captions (with their images for PinModelA);
+    the dev evaluators see its perplexity too, and results.json its best dev perplexity."""
     train = data.splits["train"]
-    steps_for_epochs(config, len(train.corpus))
-    dataset = training_dataset(
-        len(train.corpus),
-        make_batch_fn(train, with_image),
-        global_batch_size=config.batch_size,
-        seed=config.seed,
-        workers=config.get("input_workers", 0),
-        length_buckets=train.corpus.length_buckets(config.data.get("length_buckets", 0)),
-    )
-    model = build_language_model(config, data, with_image)
-    evaluators = Evaluators(config.evals, lambda m: subject_of(m, data, with_image))
-    result = Trainer(config, model, make_lm_loss(with_image)).fit(workdir, dataset, evaluators)
-    restore_model(workdir, model)
     metric = config.early_stopping.metric
-    # A resumed, already finished run has no history of its own, hence the default.
-    best = next((e for e in result.eval_history if e[metric] == result.best_metric), {})
-    summary = {
-        **result.summary(),
-        "dev_perplexity": best.get("dev_perplexity/perplexity"),
-        "last_train_loss": result.last_loss,
-    }
-    return text_embedder(model, data), None, summary
+
+    def summarize(result) -> dict:
+        # A resumed, already finished run has no history of its own, hence the default.
+        best = next((e for e in result.eval_history if e[metric] == result.best_metric), {})
+        return {
+            **result.summary(),
+            "dev_perplexity": best.get("dev_perplexity/perplexity"),
+            "last_train_loss": result.last_loss,
+        }
+
+    return Task(
+        subject_of=lambda model: subject_of(model, data, with_image),
+        model=build_language_model(config, data, with_image),
+        loss_fn=make_lm_loss(with_image),
+        batches=Batches(
+            len(train.corpus),
+            make_batch_fn(train, with_image),
+            length_buckets=train.corpus.length_buckets(config.data.get("length_buckets", 0)),
+        ),
+        summarize=summarize,
+    )
 
 
-def _load(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, with_image: bool):
+def load(
+    config: ml_collections.ConfigDict, workdir: Path, data: VtfnData, with_image: bool
+) -> CaptionLanguageModel:
     model = build_language_model(config, data, with_image)
     restore_model(workdir, model)
+    return model
+
+
+def embedders(model: CaptionLanguageModel, data: VtfnData) -> tuple[TokenEmbedder, None]:
+    """The final state's text embedding; no image tower."""
     return text_embedder(model, data), None
-
-
-def train_pure_text_rnn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
-    return _train(config, workdir, data, with_image=False)
-
-
-def load_pure_text_rnn(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
-    return _load(config, workdir, data, with_image=False)
-
-
-def train_pin_model_a(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
-    return _train(config, workdir, data, with_image=True)
-
-
-def load_pin_model_a(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
-    return _load(config, workdir, data, with_image=True)

@@ -19,6 +19,7 @@ from capsim import text
 from capsim.data import corpus as corpus_lib
 from capsim.data.records import CaptionRecord
 from capsim.errors import CheckpointError
+from capsim.task import Task
 from capsim.workdir import is_main_process, save_config
 from vtfn_jax.baselines.glove_average import WordAverageEmbedder
 from vtfn_jax.data import VtfnData
@@ -68,44 +69,48 @@ def extra_caption_records(config: ml_collections.ConfigDict, data: VtfnData) -> 
     return corpus_lib.without_karpathy_test(kept, config.data)
 
 
-def train_word2vec(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
-    """Trains word vectors on the captions, saves them to ``workdir/word2vec.kv``."""
+def task(config: ml_collections.ConfigDict, data: VtfnData) -> Task:
+    """The fit trains word vectors on the captions and saves them to ``workdir/word2vec.kv``."""
     model_config = config.model
     if model_config.w2v_algorithm not in ALGORITHMS:
         raise ValueError(
             f"model.w2v_algorithm must be one of {sorted(ALGORITHMS)}, got {model_config.w2v_algorithm!r}"
         )
-    own = training_images_captions(config, data)
-    extra = extra_caption_records(config, data)
-    sentences = [text.tokenize(record.text) for record in own + extra]
-    model = _gensim_models().Word2Vec(
-        sentences,
-        vector_size=model_config.dim,
-        window=WINDOW,
-        min_count=model_config.w2v_min_count,
-        sg=ALGORITHMS[model_config.w2v_algorithm],
-        epochs=model_config.w2v_epochs,
-        seed=config.seed,
-        workers=1,
-    )
-    if is_main_process():
-        Path(workdir).mkdir(parents=True, exist_ok=True)
-        save_config(config, workdir)
-        model.wv.save(str(Path(workdir) / VECTORS_FILE))
-    embedder = WordAverageEmbedder(model.wv.index_to_key, model.wv.vectors)
-    summary = {
-        "train_captions": len(own),
-        "extra_captions": len(extra),
-        "words_with_vectors": len(model.wv),
-        "vocab_covered": embedder.covered(data.vocab),
-    }
-    logger.info("word2vec: %s", summary)
-    return embedder, None, summary
+
+    def fit(workdir: Path) -> tuple[WordAverageEmbedder, dict]:
+        own = training_images_captions(config, data)
+        extra = extra_caption_records(config, data)
+        sentences = [text.tokenize(record.text) for record in own + extra]
+        model = _gensim_models().Word2Vec(
+            sentences,
+            vector_size=model_config.dim,
+            window=WINDOW,
+            min_count=model_config.w2v_min_count,
+            sg=ALGORITHMS[model_config.w2v_algorithm],
+            epochs=model_config.w2v_epochs,
+            seed=config.seed,
+            workers=1,
+        )
+        if is_main_process():
+            Path(workdir).mkdir(parents=True, exist_ok=True)
+            save_config(config, workdir)
+            model.wv.save(str(Path(workdir) / VECTORS_FILE))
+        embedder = WordAverageEmbedder(model.wv.index_to_key, model.wv.vectors)
+        summary = {
+            "train_captions": len(own),
+            "extra_captions": len(extra),
+            "words_with_vectors": len(model.wv),
+            "vocab_covered": embedder.covered(data.vocab),
+        }
+        logger.info("word2vec: %s", summary)
+        return embedder, summary
+
+    return Task(subject_of=data.subject, fit=fit)
 
 
-def load_word2vec(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData):
+def load(config: ml_collections.ConfigDict, workdir: Path, data: VtfnData) -> WordAverageEmbedder:
     path = Path(workdir) / VECTORS_FILE
     if not path.is_file():
         raise CheckpointError(f"word2vec vectors {path} do not exist; train this workdir first")
     vectors = _gensim_models().KeyedVectors.load(str(path))
-    return WordAverageEmbedder(vectors.index_to_key, vectors.vectors), None
+    return WordAverageEmbedder(vectors.index_to_key, vectors.vectors)

@@ -1,0 +1,127 @@
+"""I2CE's captions: the training corpus and dev splits, and how they become batches.
+
+Each batch row is an anchor caption with a second caption of its image (the
+semantic branches' positive); i2ce_jax.train declares the model that learns from them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import ml_collections
+import numpy as np
+
+from capsim import text
+from capsim.data import corpus as corpus_lib
+from capsim.data.pipeline import Batches
+from capsim.data.records import CaptionRecord
+
+
+def load_corpora(
+    config: ml_collections.ConfigDict,
+) -> tuple[list[CaptionRecord], dict[str, list[CaptionRecord]], object | None]:
+    """Training captions, the dev splits (for early stopping) and the shapes world, if used.
+
+    The named ``data.sources`` give one dev split per ``data.dev_sets`` entry
+    (``dev_coco``, ``dev_flickr``); without dev sets, ``dev`` is ``data.dev_images``
+    images of the training captions (capsim.data.corpus.load_sources).
+    """
+    data = config.data
+    if data.source == "shapes_world":
+        from capsim.data.shapes_world import ShapesWorldConfig, generate_world
+
+        world = generate_world(
+            ShapesWorldConfig(num_scenes=data.shapes_world.num_scenes, seed=data.shapes_world.seed)
+        )
+        train = [r for r in world.captions if r.split == "train"]
+        dev = [r for r in world.captions if r.split == "val"]
+        return train, {"dev": dev}, world
+    if data.source == "files":
+        train, dev = corpus_lib.load_sources(data, config.seed)
+        return train, dev, None
+    raise ValueError(f"config.data.source must be 'shapes_world' or 'files', got {data.source!r}")
+
+
+def make_batch_fn(corpus: corpus_lib.EncodedCorpus):
+    """Anchor captions plus a different caption of the same image each.
+
+    A caption whose image has no other (a Conceptual Captions row, say) is paired with
+    itself, and its ``group`` is written as ``-1 - image``: it serves reconstruction and
+    negatives, never as its own positive (i2ce_jax.model.semantic_positives). The flag
+    rides in ``group`` rather than in an array of its own: a second per-row array in the
+    global batch broke the 2-process gloo step (a collective mismatch,
+    tests/test_multihost.py).
+    """
+
+    def make_batch(
+        rows: np.ndarray, draws: np.ndarray, width: int | None = None
+    ) -> dict[str, np.ndarray]:
+        anchor_ids, anchor_mask = corpus.tokens(rows, width)
+        similar = corpus.other_captions(rows, draws)
+        similar_ids, similar_mask = corpus.tokens(similar, width)
+        image = corpus.image_index[rows]
+        return {
+            "anchor_ids": anchor_ids,
+            "anchor_mask": anchor_mask,
+            "similar_ids": similar_ids,
+            "similar_mask": similar_mask,
+            "group": np.where(similar != rows, image, -1 - image).astype(image.dtype),
+        }
+
+    return make_batch
+
+
+# Losses that read every row's diagonal pair as a positive and cannot leave one out.
+DIAGONAL_POSITIVE_LOSSES = ("pearson", "covariance", "kendall")
+
+
+def single_caption_images(corpus: corpus_lib.EncodedCorpus) -> int:
+    """How many images of ``corpus`` have one caption (no same-image positive)."""
+    return int(np.sum(np.bincount(corpus.image_index) == 1))
+
+
+def _check_positives(config: ml_collections.ConfigDict, train: corpus_lib.EncodedCorpus) -> None:
+    """A caption without a second caption of its image must not become its own positive."""
+    singles = single_caption_images(train)
+    if singles and config.loss.name in DIAGONAL_POSITIVE_LOSSES:
+        raise ValueError(
+            f"loss {config.loss.name!r} takes every caption's pair with a second caption of "
+            f"its image as a positive, but {singles} training images have one caption (e.g. "
+            "Conceptual Captions rows); use infonce, triplet, rank or margin, or drop those sources"
+        )
+
+
+def encoded_corpora(
+    config: ml_collections.ConfigDict,
+) -> tuple[text.Vocab, corpus_lib.EncodedCorpus, dict[str, corpus_lib.CaptionSplit], object]:
+    """(vocabulary, encoded training captions, encoded dev splits, shapes world or None)."""
+    train_records, dev_splits, world = load_corpora(config)
+    data = config.data
+    vocab = corpus_lib.build_vocab(train_records, data.min_count, data.max_vocab)
+    train = corpus_lib.encode_corpus(train_records, vocab, data.max_len)
+    dev = {
+        name: corpus_lib.CaptionSplit(corpus_lib.encode_corpus(records, vocab, data.max_len))
+        for name, records in dev_splits.items()
+    }
+    logging.info(
+        "vocabulary %d, %d training captions of %d images, dev captions %s",
+        len(vocab),
+        len(train),
+        len(train.image_ids),
+        {name: len(split.corpus) for name, split in dev.items()},
+    )
+    _check_positives(config, train)
+    return vocab, train, dev, world
+
+
+def training_batches(config: ml_collections.ConfigDict, train: corpus_lib.EncodedCorpus) -> Batches:
+    """The training batches: length-bucketed with ``data.length_buckets``, in runs of
+    captions sharing a content word (hard negatives) with ``data.topic_clusters``."""
+    return Batches(
+        len(train),
+        make_batch_fn(train),
+        length_buckets=train.length_buckets(
+            config.data.get("length_buckets", 0), with_other_captions=True
+        ),
+        topic_clusters=train.topic_clusters(config.data.get("topic_clusters", 0)),
+    )
