@@ -41,7 +41,7 @@ SECTION = "## Shapes world: grounded against text-only embeddings"
 MAX_CAPTIONS = 800
 MODELS = {
     "VTFN-BOW (grounded)": lambda: demo_bow.get_config(),
-    "word2vec (text only)": lambda: baseline_word2vec.get_config("source=shapes_world"),
+    "word2vec (text only)": lambda: baseline_word2vec.get_config("sources=shapes_world"),
 }
 # Every colour word of both registers -> the colour value it names.
 COLOUR_OF = {

@@ -41,9 +41,9 @@ SHAPES_MODELS = {
     "VTFN-LSTM": ("demo_lstm", ""),
     "VTFN-CNN": ("demo_cnn", ""),
     "CaptionPivot": ("demo_bow", "captions=all,pivot=1.0,image=0.0"),
-    "word2vec": ("baseline_word2vec", f"source=shapes_world,{ALL_CAPTIONS}"),
-    "PureTextRNN": ("baseline_pure_text_rnn", f"source=shapes_world,{ALL_CAPTIONS}"),
-    "GloVe-50d-NR": ("baseline_glove_nr", "source=shapes_world"),
+    "word2vec": ("baseline_word2vec", f"sources=shapes_world,{ALL_CAPTIONS}"),
+    "PureTextRNN": ("baseline_pure_text_rnn", f"sources=shapes_world,{ALL_CAPTIONS}"),
+    "GloVe-50d-NR": ("baseline_glove_nr", "sources=shapes_world"),
 }
 # §1 (issue 8): VTFN-BOW settings tried on COCO, name -> (config arguments, epoch
 # multiplier), each in both caption settings at equal steps (20 epochs of one caption per
@@ -115,7 +115,7 @@ SCALE_MODELS = {
     },
     "shapes": {
         "VTFN-BOW": ("demo_bow", "captions=all", "epochs", 6),
-        "word2vec": ("baseline_word2vec", "source=shapes_world,captions=all", "w2v_epochs", 10),
+        "word2vec": ("baseline_word2vec", "sources=shapes_world,captions=all", "w2v_epochs", 10),
     },
 }
 SCALE_PLOT = BENCH_DIR / "results" / "vtfn_data_scale.png"

@@ -88,7 +88,6 @@ def caption_sources(
     ``data_dir`` (``coco_tfds``: a prepared TFDS copy under ``tfds_data_dir``), with the
     held-out ``dev_sets`` domains (none: dev images are drawn from the training captions)."""
     return dict(
-        source="files",
         data_dir=data_dir,
         sources=tuple(names),
         dev_sets=tuple(dev_sets),

@@ -53,9 +53,22 @@ def save_config(config: ml_collections.ConfigDict, workdir: str | Path) -> None:
 
 
 def load_config(workdir: str | Path) -> ml_collections.ConfigDict:
-    """The config a run saved in ``workdir``."""
+    """The config a run saved in ``workdir``, in today's keys (``upgraded``)."""
     path = Path(workdir) / CONFIG_FILE
-    return ml_collections.ConfigDict(json.loads(path.read_text()))
+    return ml_collections.ConfigDict(upgraded(json.loads(path.read_text())))
+
+
+def upgraded(config: dict) -> dict:
+    """A saved config dict in today's keys. Runs from before the shapes world became a
+    caption source (capsim.data.sources.SOURCES) chose it with ``data.source``; that key
+    is folded into ``data.sources``, so their workdirs load and resume as they were."""
+    data = config.get("data")
+    if not isinstance(data, dict) or "source" not in data:
+        return config
+    data = dict(data)
+    if data.pop("source") == "shapes_world":
+        data["sources"] = ["shapes_world"]
+    return {**config, "data": data}
 
 
 def write_results(workdir: str | Path, results: Mapping[str, Any]) -> Path:

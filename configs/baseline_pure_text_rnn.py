@@ -3,7 +3,7 @@
     python -m vtfn_jax.train --config=configs/baseline_pure_text_rnn.py:data_dir=/data --workdir=...
 
 Arguments: the ones below, and vtfn_jax.config_lib.BASELINE_OPTIONS (data_dir,
-sources, tfds_data_dir, features, captions, fraction, runlocal); ``source=shapes_world`` for the embedded world.
+sources, tfds_data_dir, features, captions, fraction, runlocal); ``sources=shapes_world`` (or ``source=shapes_world``) for the embedded world.
 """
 
 import ml_collections

@@ -5,7 +5,7 @@
 Needs gensim (the [baselines] extra).
 
 Arguments: the ones below, and vtfn_jax.config_lib.BASELINE_OPTIONS (data_dir,
-sources, tfds_data_dir, features, captions, fraction, runlocal); ``source=shapes_world`` for the embedded world.
+sources, tfds_data_dir, features, captions, fraction, runlocal); ``sources=shapes_world`` (or ``source=shapes_world``) for the embedded world.
 """
 
 import ml_collections

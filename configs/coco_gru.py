@@ -29,7 +29,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         eval_every=100,  # dev same-image AUC, steps
     )
     # Data: COCO captions with image features (250 dev, 500 test images held out); same/diff, retrieval and STS reports.
-    config = vtfn_common.run(arg, source="files")
+    config = vtfn_common.run(arg)
     # Model: a GRU's final state (dropout 0.2 on the word vectors), affine image map W.
     config.model = vtfn_common.model(arg, encoder=dict(kind="gru", dropout=0.2))
     config.loss = vtfn_common.loss(arg)

@@ -27,7 +27,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         eval_every=100,  # dev same-image AUC, steps
     )
     # Data: the shapes world; same/diff, retrieval and its own pairs.
-    config = vtfn_common.run(arg, source="shapes_world")
+    config = vtfn_common.run(arg, sources="shapes_world")
     # Model: the normalised sum of word vectors (N-d words), affine image map W.
     config.model = vtfn_common.model(arg, encoder=dict(kind="bow_sum"))
     config.loss = vtfn_common.loss(arg)

@@ -27,7 +27,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         eval_every=100,  # dev same-image AUC, steps
     )
     # Data: the shapes world; same/diff, retrieval and its own pairs.
-    config = vtfn_common.run(arg, source="shapes_world")
+    config = vtfn_common.run(arg, sources="shapes_world")
     # Model: convolutions of widths 1-3 (128 maps each), max over time, dense to N; image map W.
     config.model = vtfn_common.model(
         arg, encoder=dict(kind="cnn", widths=(1, 2, 3), features=128, pooling="max", dropout=0.2)

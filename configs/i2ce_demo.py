@@ -35,7 +35,7 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
         arg, checkpoint_every=200, patience=0, log_every=5 if arg.runlocal else 25
     )
     config.data = dict(
-        source="shapes_world",
+        sources=("shapes_world",),  # capsim.data.sources.SOURCES: the embedded world
         shapes_world=dict(num_scenes=200 if arg.runlocal else 2000, seed=0),
         max_len=24,
         length_buckets=0,  # >0: length-bucketed batches, widths rounded to this multiple

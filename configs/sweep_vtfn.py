@@ -11,7 +11,7 @@ and ``dataset`` (shapes_world, files). The other arguments are the numbers
 below and vtfn_jax.config_lib.OPTIONS (data_dir, features, runlocal, ...); they
 apply to every job. ``get_config`` is the grid's first job; the others change
 it through ``config.*`` keys: the encoder replaces ``config.model`` (a BOW tower
-ties its sizes to the word vectors), the dataset sets ``config.data.source`` and
+ties its sizes to the word vectors), the dataset sets ``config.data.sources`` and
 its evaluation tasks, the loss ``config.loss.name``.
 """
 
@@ -29,7 +29,8 @@ ENCODERS = {
     "cnn": dict(kind="cnn", widths=(1, 2, 3), features=128, pooling="max", dropout=0.2),
 }
 LOSSES = ("pearson", "covariance", "kendall", "rank", "margin", "triplet")
-DATASETS = ("shapes_world", "files")
+# dataset -> the caption sources it trains on ("": the ``sources`` argument's named files)
+DATASETS = {"shapes_world": "shapes_world", "files": ""}
 VALUE_SEPARATOR = "+"
 # Table column -> path into a job's results.json.
 METRICS = {
@@ -76,7 +77,7 @@ def _job_config(
     arg: ml_collections.ConfigDict, dataset: str, encoder: str, loss: str
 ) -> ml_collections.ConfigDict:
     job = ml_collections.ConfigDict({**arg.to_dict(), "loss": loss})
-    config = vtfn_common.run(job, source=dataset)
+    config = vtfn_common.run(job, sources=DATASETS[dataset])
     config.model = vtfn_common.model(job, encoder=ENCODERS[encoder])
     config.loss = vtfn_common.loss(job)
     return vtfn_common.finish(config, job)
@@ -96,7 +97,7 @@ def get_sweep(hyper, arg: str | None = None) -> list[dict]:
 
     datasets = {
         name: {
-            "config.data.source": name,
+            "config.data.sources": config_of(dataset=name).data.sources,
             "config.evals": config_of(dataset=name).evals.to_dict(),
         }
         for name in _choices(arg, "dataset")

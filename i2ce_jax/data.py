@@ -24,22 +24,11 @@ def load_corpora(
 
     The named ``data.sources`` give one dev split per ``data.dev_sets`` entry
     (``dev_coco``, ``dev_flickr``); without dev sets, ``dev`` is ``data.dev_images``
-    images of the training captions (capsim.data.corpus.load_sources).
+    images of the training captions, or the shapes world's own ``val`` split
+    (capsim.data.corpus.load_sources).
     """
-    data = config.data
-    if data.source == "shapes_world":
-        from capsim.data.shapes_world import ShapesWorldConfig, generate_world
-
-        world = generate_world(
-            ShapesWorldConfig(num_scenes=data.shapes_world.num_scenes, seed=data.shapes_world.seed)
-        )
-        train = [r for r in world.captions if r.split == "train"]
-        dev = [r for r in world.captions if r.split == "val"]
-        return train, {"dev": dev}, world
-    if data.source == "files":
-        train, dev = corpus_lib.load_sources(data, config.seed)
-        return train, dev, None
-    raise ValueError(f"config.data.source must be 'shapes_world' or 'files', got {data.source!r}")
+    train, dev = corpus_lib.load_sources(config.data, config.seed)
+    return train, dev, corpus_lib.generated_world(config.data)
 
 
 def make_batch_fn(corpus: corpus_lib.EncodedCorpus):

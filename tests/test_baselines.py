@@ -115,7 +115,8 @@ def test_config_arguments_are_checked_per_kind():
 @requires_glove
 def test_glove_average_on_the_shapes_world(tmp_path):
     config = baseline("glove_nr", "runlocal,source=shapes_world")
-    assert config.data.source == "shapes_world"
+    assert config.data.sources == ("shapes_world",)
+    assert config.to_dict() == baseline("glove_nr", "runlocal,sources=shapes_world").to_dict()
     del config.evals.retrieval
     results = train.train_and_evaluate(config, tmp_path)
     assert_finite_same_diff(results)

@@ -445,3 +445,48 @@ def test_all_splits_sources_add_every_split_but_the_judged_and_held_out_ones(tmp
     assert {"flickr/2000000001", "flickr/2000000002", "flickr/6000000001"} <= images
     assert f"flickr/{FLICKR8K_TEST_PHOTO}" not in images  # judged by Flickr8k-Expert
     assert not images & {r.image_id for r in dev["dev_flickr"]}  # Flickr30k val is held out
+
+
+def test_the_shapes_world_is_a_source_with_its_own_splits():
+    data = ml_collections.ConfigDict(
+        dict(sources=("shapes_world",), shapes_world=dict(num_scenes=60, seed=3))
+    )
+    world = corpus.generated_world(data)
+    assert world is corpus.generated_world(data)  # built once, read by captions and evaluators
+    train, dev = corpus.load_sources(data, seed=0)
+    assert {r.split for r in train} == {"train"} and set(dev) == {"dev"}
+    assert {r.split for r in dev["dev"]} == {"val"}
+    assert len(train) + len(dev["dev"]) < len(world.captions)  # its test split stays out
+    read = sources.read_source("shapes_world", "/nonexistent", corpus.source_options(data))
+    assert [r.text for r in read] == [r.text for r in world.captions]
+    files = ml_collections.ConfigDict(dict(sources=("coco",)))
+    assert corpus.generated_world(files) is None
+
+
+def test_the_shapes_world_is_not_mixed_with_other_sources():
+    data = ml_collections.ConfigDict(
+        dict(sources=("coco", "shapes_world"), shapes_world=dict(num_scenes=60, seed=3))
+    )
+    with pytest.raises(ValueError, match=r"'shapes_world' is a generated world.*alone"):
+        corpus.generated_world(data)
+
+
+def test_a_workdir_that_chose_the_world_with_data_source_loads_and_resumes(tmp_path):
+    """Runs before the world became a source saved ``data.source``: their config loads in
+    today's keys, and today's config of the same run may resume there."""
+    from capsim.errors import CapsimError
+    from capsim.train.preflight import check_workdir
+    from capsim.workdir import load_config
+    from configs import demo_bow
+
+    config = demo_bow.get_config("runlocal")
+    old = json.loads(config.to_json_best_effort())
+    old["data"].update(source="shapes_world", sources=["coco"])  # as 8d66ab8 wrote it
+    (tmp_path / "config.json").write_text(json.dumps(old))
+    loaded = load_config(tmp_path).data
+    assert list(loaded.sources) == ["shapes_world"] and "source" not in loaded
+    check_workdir(config, tmp_path)  # the same model: no error
+    files = ml_collections.ConfigDict(json.loads(config.to_json_best_effort()))
+    files.data.sources = ("coco",)
+    with pytest.raises(CapsimError, match=r"data\.sources"):
+        check_workdir(files, tmp_path)

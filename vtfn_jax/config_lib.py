@@ -46,27 +46,25 @@ OPTIONS = dict(
     runlocal=False,
 )
 GLOVE_PACKAGE_DIM = 50  # the offline glove.6B.50d package
-SOURCES = ("files", "shapes_world")
+SHAPES_WORLD = "shapes_world"  # the embedded world's name in capsim.data.sources.SOURCES
 
 
-def run(arg: ml_collections.ConfigDict, source: str) -> ml_collections.ConfigDict:
-    """Trainer, data and evaluations of a VTFN-paper run on ``source``, from the file's arguments.
+def run(arg: ml_collections.ConfigDict, sources: str = "") -> ml_collections.ConfigDict:
+    """Trainer, data and evaluations of a VTFN-paper run, from the file's arguments.
 
     The file's own numbers are read from ``arg``: batch, epochs, lr, decay,
-    decay_steps, l2 and eval_every (the dev evaluation's cadence).
-    "files": the named caption ``sources`` with ``features`` (250 dev and 500 test
-    images held out), reported on same/different pairs, retrieval and STS 2012-2016.
-    "shapes_world": the embedded world, reported on its own pairs too.
+    decay_steps, l2 and eval_every (the dev evaluation's cadence). The caption
+    sources are ``sources`` when the file fixes them (the demos: ``shapes_world``),
+    else ``arg.sources``. Named files: with ``features`` (250 dev and 500 test
+    images held out), reported on same/different pairs, retrieval and STS
+    2012-2016. The shapes world: its own splits and features, reported on its own
+    pairs too.
     """
-    if source not in SOURCES:
-        raise ValueError(f"source must be one of {SOURCES}, got {source!r}")
     frozen = ("embed",) if arg.frozen_words else ()
     config = common.trainer(arg, checkpoint_every=500, patience=5, frozen=frozen)
-    config.data = common.caption_sources(
-        arg.data_dir, common.plus_joined(arg.sources), tfds_data_dir=arg.tfds_data_dir
-    )
+    names = common.plus_joined(sources or arg.sources)
+    config.data = common.caption_sources(arg.data_dir, names, tfds_data_dir=arg.tfds_data_dir)
     config.data.update(
-        source=source,
         shapes_world=dict(num_scenes=2000, seed=0),
         features=arg.features,
         object_labels="coco/val2014_object_labels.json",
@@ -81,7 +79,7 @@ def run(arg: ml_collections.ConfigDict, source: str) -> ml_collections.ConfigDic
         min_count=2,
         max_vocab=0,
     )
-    config.evals = evals(arg, source)
+    config.evals = evals(arg, world=SHAPES_WORLD in names)
     if arg.select == "avg2016":  # the paper's model selection: mean Pearson on STS 2016
         config.early_stopping.metric = "sts16/avg2016"
     elif arg.select != "dev_auc":
@@ -89,17 +87,18 @@ def run(arg: ml_collections.ConfigDict, source: str) -> ml_collections.ConfigDic
     return config
 
 
-def evals(arg: ml_collections.ConfigDict, source: str) -> dict:
-    """The dev evaluation every ``eval_every`` steps, then the reports of ``source``."""
+def evals(arg: ml_collections.ConfigDict, world: bool) -> dict:
+    """The dev evaluation every ``eval_every`` steps, then the reports: the shapes
+    world's own pairs on the ``world``, STS 2012-2016 on named files."""
     tasks = dict(
         dev=common.same_image_eval(every=arg.eval_every),
         same_diff=dict(type="same_diff", split="test"),
         retrieval=dict(type="retrieval", split="test"),
     )
-    if source == "files":
-        tasks["sts"] = dict(type="sts", sts_dir=arg.data_dir + "/sts")
-    else:
+    if world:
         tasks["shapes"] = dict(type="shapes")
+    else:
+        tasks["sts"] = dict(type="sts", sts_dir=arg.data_dir + "/sts")
     if arg.select == "avg2016":
         tasks["sts16"] = dict(
             type="sts", sts_dir=arg.data_dir + "/sts", years=("STS16",), every=arg.eval_every
@@ -162,10 +161,16 @@ BASELINE_OPTIONS = {
 W2V_RUNLOCAL_EPOCHS = 2
 
 
+BASELINE_SOURCES = {"files": "", SHAPES_WORLD: SHAPES_WORLD}
+
+
 def baseline_run(arg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
-    """VTFN's trainer, data and evaluations on ``arg.source``, for a baseline's arguments."""
+    """VTFN's trainer, data and evaluations for a baseline's arguments: on ``arg.sources``,
+    or on the shapes world with ``source=shapes_world`` (``sources=shapes_world`` too)."""
+    if arg.source not in BASELINE_SOURCES:
+        raise ValueError(f"source must be one of {sorted(BASELINE_SOURCES)}, got {arg.source!r}")
     full = ml_collections.ConfigDict({**OPTIONS, **arg.to_dict()})
-    return run(full, arg.source)
+    return run(full, BASELINE_SOURCES[arg.source])
 
 
 def glove_average(arg: ml_collections.ConfigDict) -> dict:

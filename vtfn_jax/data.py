@@ -73,20 +73,12 @@ def _feature_store(config: ml_collections.ConfigDict) -> FeatureStore:
 def _split_records(config: ml_collections.ConfigDict):
     """Caption records per split, the feature store, and the world (shapes only)."""
     data = config.data
-    if data.source == "shapes_world":
-        from capsim.data.shapes_world import ShapesWorldConfig, generate_world
-
-        world = generate_world(
-            ShapesWorldConfig(num_scenes=data.shapes_world.num_scenes, seed=data.shapes_world.seed)
-        )
+    world = corpus_lib.generated_world(data)
+    if world is not None:  # its own splits and features
         store = FeatureStore.from_arrays(world.image_ids, world.features, "shapes world features")
         by_split = {"train": "train", "dev": "val", "test": "test"}
         records = {s: [r for r in world.captions if r.split == by_split[s]] for s in SPLITS}
         return records, store, world
-    if data.source != "files":
-        raise ValueError(
-            f"config.data.source must be 'shapes_world' or 'files', got {data.source!r}"
-        )
     store = _feature_store(config)
     merged, counts = corpus_lib.read_sources(data)
     kept, _, report = align_captions(merged, store)

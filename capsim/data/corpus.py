@@ -12,6 +12,7 @@ import functools
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import ml_collections
 import numpy as np
@@ -27,10 +28,30 @@ TOPIC_MAX_SHARE = 0.05  # a word in more captions than this is no topic (see top
 
 def source_options(data: ml_collections.ConfigDict) -> dict:
     """What a source reads beside ``data_dir`` (capsim.data.sources.read_source)."""
+    world = data.get("shapes_world")
     return {
         "tfds_data_dir": data.get("tfds_data_dir", ""),
         "karpathy_splits": tuple(data.get("karpathy_splits", ())),
+        "shapes_world": dict(world) if world else {},
     }
+
+
+def generated_world(data: ml_collections.ConfigDict) -> Any:
+    """The world of a generated source in ``data.sources`` (the shapes world), or None.
+
+    Its captions come split and its images have features of their own, so it is
+    trained on alone: naming it beside another source is refused.
+    """
+    names = tuple(data.get("sources", ()))
+    generated = [name for name in names if name in sources.SOURCES and sources.SOURCES[name].world]
+    if not generated:
+        return None
+    if len(names) > 1:
+        raise ValueError(
+            f"config.data.sources {list(names)}: {generated[0]!r} is a generated world with its "
+            "own splits and image features, so it is trained on alone"
+        )
+    return sources.SOURCES[generated[0]].world(source_options(data))
 
 
 def read_sources(
@@ -60,8 +81,13 @@ def load_sources(
     the same for any mixture, so runs on different mixtures compare on the same
     held-out captions; every image of a dev set is left out of training, whichever
     source brings it. Without dev sets, ``dev`` is ``data.dev_images`` images drawn
-    from the training captions.
+    from the training captions. A generated world gives its own ``train`` and, as
+    ``dev``, its ``val`` split.
     """
+    world = generated_world(data)
+    if world is not None:
+        split = {name: [r for r in world.captions if r.split == name] for name in ("train", "val")}
+        return split["train"], {"dev": split["val"]}
     root = Path(data.data_dir).expanduser()
     dev_sets = tuple(data.get("dev_sets", ()))
     if "flickr" in dev_sets and not any(n.startswith("flickr30k") for n in data.sources):

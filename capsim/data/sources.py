@@ -131,12 +131,16 @@ class Source:
 
     ``read(location, options)`` gets the first of ``folders`` that exists under
     ``data_dir``, or, for a TFDS dataset (no ``folders``), ``options["tfds_data_dir"]``.
-    ``options`` are the data config's ``tfds_data_dir`` and ``karpathy_splits``.
+    ``options`` are the data config's ``tfds_data_dir``, ``karpathy_splits`` and
+    ``shapes_world``. A generated source has ``world(options)``: the world its
+    captions come from, with its own train/val/test splits, image features and
+    evaluation sets, which runs on it use instead of drawing held-out images.
     """
 
     folders: tuple[str, ...]
     read: Callable[[Path | str, Mapping[str, Any]], list[CaptionRecord]]
     licence: str
+    world: Callable[[Mapping[str, Any]], Any] | None = None
 
 
 def _flickr8k(*splits: str) -> Callable[[Path, Mapping[str, Any]], list[CaptionRecord]]:
@@ -194,6 +198,24 @@ def _coco_tfds(data_dir: str, options: Mapping[str, Any]) -> list[CaptionRecord]
     return tfds_coco.read_captions(str(data_dir), _training_splits(options))
 
 
+@functools.cache
+def _cached_world(num_scenes: int, seed: int) -> Any:
+    from capsim.data.shapes_world import ShapesWorldConfig, generate_world
+
+    return generate_world(ShapesWorldConfig(num_scenes=num_scenes, seed=seed))
+
+
+def shapes_world(options: Mapping[str, Any]) -> Any:
+    """The shapes world of ``options["shapes_world"]`` (num_scenes, seed), built once per
+    process: its captions, features and evaluation sets are read from the same object."""
+    world = dict(options.get("shapes_world") or {})
+    return _cached_world(int(world.get("num_scenes", 2000)), int(world.get("seed", 0)))
+
+
+def _shapes_world_captions(location: Path | str, options: Mapping[str, Any]) -> list[CaptionRecord]:
+    return list(shapes_world(options).captions)
+
+
 FLICKR8K_TERMS = "Flickr8k terms: research only (University of Illinois request form)"
 FLICKR30K_TERMS = "Flickr30k terms: non-commercial research and education only"
 FLICKR30K_FOLDERS = ("extra_captions/flickr30k", "flickr30k")
@@ -217,6 +239,8 @@ SOURCES: dict[str, Source] = {
     "coco_extra": Source(
         ("extra_captions/coco",), _read_all("captions_*.json", read_coco_captions), COCO_TERMS
     ),
+    # the embedded synthetic world (docs/shapes_world.md), generated from data.shapes_world
+    "shapes_world": Source((), _shapes_world_captions, "generated here: no terms", shapes_world),
 }
 
 

@@ -10,7 +10,7 @@ import ml_collections
 
 from capsim.errors import CapsimError
 from capsim.train.lock import check_workdir_free
-from capsim.workdir import CONFIG_FILE
+from capsim.workdir import CONFIG_FILE, upgraded
 
 # Config subtrees that shape the model or its vocabulary. The data may move and
 # the compute dtype may change (parameters are float32 either way).
@@ -54,7 +54,7 @@ def check_workdir(config: ml_collections.ConfigDict, workdir: str | Path) -> Pat
     check_workdir_free(workdir)  # a live run there: refused before any data is read
     saved_file = workdir / CONFIG_FILE
     if saved_file.exists() and not config.get("allow_config_change", False):
-        saved = _model_defining(json.loads(saved_file.read_text()))
+        saved = _model_defining(upgraded(json.loads(saved_file.read_text())))
         current = _model_defining(json.loads(config.to_json_best_effort()))
         changed = sorted(k for k in saved.keys() | current.keys() if saved.get(k) != current.get(k))
         if changed:
