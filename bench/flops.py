@@ -3,7 +3,7 @@
 Only matrix products and convolutions count (the MFU convention): gate
 nonlinearities, softmax, norms and embedding gathers are left out. A GRU step
 multiplies its input [B, E] by [E, 3H] (hoisted out of the scan in
-capsim.encoders._scan_gru) and its state [B, H] by [H, 3H]; an LSTM has 4 gates,
+capsim.recurrence._scan_gru) and its state [B, H] by [H, 3H]; an LSTM has 4 gates,
 both products inside the scan. The masked scan runs every padded step, so the count
 depends on the padded length, not on the caption lengths. Training costs
 ``TRAINING_FACTOR`` forward passes: the backward pass of a product computes the
@@ -77,7 +77,7 @@ def rnn_flops(
     prefix: str, batch: int, steps: int, in_dim: int, hidden: int, cell: str = "gru"
 ) -> StepFlops:
     """A GRU (3 gates, input projection hoisted out of the scan) or an LSTM (4 gates, both
-    projections inside capsim.encoders.scan_rnn's loop)."""
+    projections inside capsim.recurrence.scan_rnn's loop)."""
     gates = {"gru": 3, "lstm": 4}[cell]
     return StepFlops(
         parts={

@@ -28,7 +28,7 @@ from bench.throughput_training import (
     step_flops,
     synthetic_batches,
 )
-from capsim.encoders import scan_rnn
+from capsim.recurrence import scan_rnn
 from capsim.train import Trainer
 from capsim.train.checkpoint import Checkpointer
 from i2ce_jax import model as i2ce_model
@@ -43,7 +43,7 @@ def _i2ce_part_runners(
 
     "readout": the vocabulary product and the NLL (i2ce_jax.model.sequence_nll),
     gradients for the weights and the decoder outputs. "decoder GRU": the
-    decoder's masked scan (capsim.encoders.scan_rnn), gradients for its weights,
+    decoder's masked scan (capsim.recurrence.scan_rnn), gradients for its weights,
     inputs and initial state. Both sides run every padded step here, as both do
     in the full step.
     """

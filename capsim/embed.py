@@ -77,7 +77,7 @@ def module_encoder(module: nnx.Module, fn: ModuleFn = _call_module) -> EncodeBat
     """``encode_batch`` for an NNX model: jit-compiled ``fn(module, ids, mask)``.
 
     The module is put in eval mode, its RNN encoders unroll their time loops (inference runs
-    1.5-1.7x faster so, capsim.encoders.scan_rnn), and its current weights are captured; ``fn``
+    1.5-1.7x faster so, capsim.recurrence.scan_rnn), and its current weights are captured; ``fn``
     must be a module-level function (it is a static argument of the jit, so one
     compilation per bucket shape serves every model of the same structure).
     """

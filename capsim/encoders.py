@@ -12,13 +12,14 @@ Dropout follows the NNX convention: modules start in training mode; call ``model
 use ``nnx.view(model, deterministic=True)``) for deterministic inference and ``model.train()``
 to switch back. Dropout keys come from the ``dropout`` stream of the ``rngs`` given at
 construction, falling back to its ``default`` stream. An RNN encoder whose ``unroll`` is set
-(capsim.embed.module_encoder sets it, for inference) unrolls a GRU's time loop (``scan_rnn``).
+(capsim.embed.module_encoder sets it, for inference) unrolls a GRU's time loop
+(capsim.recurrence.scan_rnn).
 """
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import jax
@@ -26,17 +27,15 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from capsim.recurrence import LSTM_CELL_TYPES, scan_rnn, zero_carry
+
 Array = jax.Array
-Carry = Any
 
 NORM_EPS = 1e-8
 BOW_MODES = ("sum", "mean")
 RNN_CELLS = ("gru", "lstm")
 CNN_POOLINGS = ("max", "mean")
-LSTM_CELL_TYPES = (nnx.LSTMCell, nnx.OptimizedLSTMCell)
 COMPUTE_DTYPES = ("float32", "bfloat16")
-# Longer sentences keep the rolled loop: an unrolled one compiles in time linear in its steps.
-MAX_UNROLLED_STEPS = 64
 DEFAULT_DTYPE = "float32"
 PARAM_DTYPE = jnp.float32
 
@@ -131,86 +130,6 @@ class BowEncoder(nnx.Module):
             return total / jnp.maximum(count, 1.0)
         norm_sq = jnp.sum(total * total, axis=-1, keepdims=True)
         return total / jnp.sqrt(jnp.maximum(norm_sq, NORM_EPS * NORM_EPS))
-
-
-def zero_carry(cell: nnx.Module, batch_size: int) -> Carry:
-    """All-zero initial carry for an NNX GRU cell ([B, H]) or LSTM cell ((c, h), each [B, H])."""
-    hidden = jnp.zeros((batch_size, cell.hidden_features), jnp.float32)
-    if isinstance(cell, LSTM_CELL_TYPES):
-        return (hidden, hidden)
-    return hidden
-
-
-def scan_rnn(
-    cell: Callable[[Carry, Array], tuple[Carry, Array]],
-    inputs: Array,
-    mask: Array,
-    carry: Carry,
-    *,
-    unroll: bool = False,
-) -> tuple[Carry, Array]:
-    """Run an RNN cell over time, updating each sequence's carry only on its real tokens.
-
-    Args:
-      cell: any ``cell(carry, x_t) -> (new_carry, y_t)`` with x_t [B, E], e.g. ``nnx.GRUCell``
-        or ``nnx.OptimizedLSTMCell``; its parameters are only read, never written.
-      inputs: [B, L, E] batch-major inputs.
-      mask: bool [B, L], True on real steps. Where it is False the carry passes through
-        unchanged and the output is zero, so padding (anywhere, any amount) has no effect.
-      carry: the initial carry, a pytree of [B, ...] arrays (``zero_carry`` or, for a decoder,
-        the encoder's final state).
-      unroll: unroll the time loop of an ``nnx.GRUCell`` (other cells ignore it) when it has
-        at most MAX_UNROLLED_STEPS steps. On CPU the packaged I2CE encoders run 1.5-1.7x as
-        fast unrolled (bench/RESULTS.md, "Scoring throughput"); a training step does not
-        gain and an unrolled LSTM is slower (docs/DEVELOPMENT_NOTES.md), so only inference
-        asks for it.
-
-    Returns:
-      ``(final_carry, outputs)``: the carry after each sequence's last real step, and the
-      per-step outputs [B, L, H] (zero at masked steps).
-    """
-
-    if isinstance(cell, nnx.GRUCell):
-        steps = inputs.shape[1]
-        return _scan_gru(cell, inputs, mask, carry, unroll and steps <= MAX_UNROLLED_STEPS)
-
-    def step(carry: Carry, step_in: tuple[Array, Array]) -> tuple[Carry, Array]:
-        x_t, m_t = step_in
-        new_carry, y_t = cell(carry, x_t)
-        keep = m_t[:, None]
-        carry = jax.tree.map(lambda new, old: jnp.where(keep, new, old), new_carry, carry)
-        return carry, jnp.where(keep, y_t, 0.0)
-
-    time_major = (jnp.swapaxes(inputs, 0, 1), jnp.swapaxes(mask, 0, 1))
-    final_carry, outputs = jax.lax.scan(step, carry, time_major)
-    return final_carry, jnp.swapaxes(outputs, 0, 1)
-
-
-def _scan_gru(
-    cell: nnx.GRUCell, inputs: Array, mask: Array, hidden: Array, unroll: bool
-) -> tuple[Array, Array]:
-    """``scan_rnn`` for nnx.GRUCell with its input projection hoisted out of the loop.
-
-    The projection of every step's input is one [B·L, E] x [E, 3H] matrix product
-    before the scan, so the sequential part only multiplies the hidden state. The
-    gate equations are nnx.GRUCell's own.
-    """
-    projected = jnp.swapaxes(cell.dense_i(inputs), 0, 1)  # [L, B, 3H]
-
-    def step(h: Array, step_in: tuple[Array, Array]) -> tuple[Array, Array]:
-        x_t, m_t = step_in
-        x_r, x_z, x_n = jnp.split(x_t, 3, axis=-1)
-        h_r, h_z, h_n = jnp.split(cell.dense_h(h), 3, axis=-1)
-        r = cell.gate_fn(x_r + h_r)
-        z = cell.gate_fn(x_z + h_z)
-        n = cell.activation_fn(x_n + r * h_n)
-        new_h = (1.0 - z) * n + z * h
-        keep = m_t[:, None]
-        return jnp.where(keep, new_h, h), jnp.where(keep, new_h, 0.0)
-
-    time_major = (projected, jnp.swapaxes(mask, 0, 1))
-    final, outputs = jax.lax.scan(step, hidden, time_major, unroll=unroll)
-    return final, jnp.swapaxes(outputs, 0, 1)
 
 
 RNN_POOLINGS = ("last", "mean")

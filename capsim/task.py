@@ -29,7 +29,7 @@ LossFn = Callable[[Any, Mapping[str, jax.Array], jax.Array], tuple[jax.Array, di
 
 
 def train_summary(result: Any) -> dict:
-    """The run's facts for results.json: capsim.train.trainer.TrainResult.summary()."""
+    """The run's facts for results.json: capsim.train.loop.TrainResult.summary()."""
     return result.summary()
 
 

@@ -19,14 +19,8 @@ import optax
 from flax import nnx
 
 from capsim import losses
-from capsim.encoders import (
-    DEFAULT_DTYPE,
-    PARAM_DTYPE,
-    RNNEncoder,
-    compute_dtype,
-    normal_embedding,
-    scan_rnn,
-)
+from capsim.encoders import DEFAULT_DTYPE, PARAM_DTYPE, RNNEncoder, compute_dtype, normal_embedding
+from capsim.recurrence import scan_rnn
 
 # Which caption the semantic loss compares each anchor with: "self" (the other
 # anchors of the batch, the I2CE margin branch) or "similar" (a second caption

@@ -31,9 +31,7 @@ def declare(config: ml_collections.ConfigDict, workdir: Path) -> Task:
     vocab, train, dev, world = encoded_corpora(config)
     if is_main_process():
         vocab.save(workdir / VOCAB_FILE)
-    embedding_init = glove.vectors_for_vocab(
-        config.model.glove, vocab, config.model.embed_dim, seed=config.seed
-    )
+    embedding_init = glove.initial_word_vectors(config, vocab)
 
     def subject_of(model: I2CEAutoencoder) -> Subject:
         scorer = I2CEScorer(model.encoder, vocab, pooling=config.scorer.pooling)

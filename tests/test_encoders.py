@@ -9,7 +9,7 @@ import pytest
 from conftest import ENCODER_SPECS as SPECS
 from flax import nnx
 
-from capsim import encoders
+from capsim import encoders, recurrence
 from capsim.embed import module_encoder
 
 VOCAB = 12
@@ -87,7 +87,7 @@ def test_rnn_final_state_matches_step_by_step_loop(name):
     table = embedding_table(model)
     got = model(ids, mask)
     for row, sentence in enumerate(SENTENCES):
-        carry = encoders.zero_carry(model.cell, 1)
+        carry = recurrence.zero_carry(model.cell, 1)
         for token in sentence:
             carry, _ = model.cell(carry, jnp.asarray(table[token])[None])
         hidden = carry[1] if name == "lstm" else carry
@@ -101,7 +101,7 @@ def test_scan_rnn_from_a_given_carry_matches_loop_and_zeroes_padded_outputs():
     initial = jnp.asarray(rng.normal(size=(2, 4)), jnp.float32)
     lengths = [5, 2]
     mask = jnp.arange(5)[None, :] < jnp.asarray(lengths)[:, None]
-    final, outputs = encoders.scan_rnn(cell, inputs, mask, initial)
+    final, outputs = recurrence.scan_rnn(cell, inputs, mask, initial)
     assert outputs.shape == (2, 5, 4)
     for row, length in enumerate(lengths):
         carry = initial[row : row + 1]
@@ -127,7 +127,7 @@ def test_gru_unrolls_its_time_loop_for_inference_only_with_the_same_vectors(bidi
     module_encoder(model)  # the inference path asks for the unrolled loop
     assert set(_scan_unrolls(model, ids, mask)) == {7}
     np.testing.assert_allclose(model(ids, mask), rolled, atol=TOL)
-    long_ids, long_mask = pad_batch(SENTENCES, encoders.MAX_UNROLLED_STEPS + 1)
+    long_ids, long_mask = pad_batch(SENTENCES, recurrence.MAX_UNROLLED_STEPS + 1)
     assert set(_scan_unrolls(model, long_ids, long_mask)) == {1}  # compiles in bounded time
     np.testing.assert_allclose(model(long_ids, long_mask), rolled, atol=TOL)
 

@@ -68,7 +68,7 @@ def tiny_config(**overrides) -> ml_collections.ConfigDict:
 
 
 class Periodic:
-    """A ``fn(model) -> metrics`` run every ``every`` steps (capsim.train.trainer.PeriodicEval)."""
+    """A ``fn(model) -> metrics`` run every ``every`` steps (capsim.train.loop.PeriodicEval)."""
 
     def __init__(self, fn, every=20):
         self.fn, self.every = fn, every

@@ -38,6 +38,7 @@ import numpy as np
 from capsim.data.tfds_coco import TRAINING_SPLITS
 from capsim.errors import CapsimError, DataFormatError, FeatureError
 from capsim.progress import Progress
+from vtfn_jax.feature_shards import SHARDS_DIR, ShardWriter, check_run
 from vtfn_jax.features import IDS_FILE, FeatureStore
 from vtfn_jax.images import ID_STYLES, Images, folder_images, load_image, tfds_images
 
@@ -48,8 +49,6 @@ DEFAULT_BATCH_SIZE = 32
 DEFAULT_SHARD_EVERY = 8  # batches per shard: at most this much work is redone after a crash
 DECODE_WORKERS = 4
 PROGRESS_EVERY_S = 10.0
-SHARDS_DIR = "shards"
-RUN_FILE = "run.json"
 SKIPPED_FILE = "skipped_images.json"
 RGB_CHANNELS = 3
 
@@ -86,74 +85,6 @@ def _as_batch_fn(model) -> BatchFn:
     if hasattr(model, "predict_on_batch"):
         return lambda batch: np.asarray(model.predict_on_batch(batch))
     return lambda batch: np.asarray(model(batch))
-
-
-class _ShardWriter:
-    """Buffers features and writes them as numbered shards under out/shards.
-
-    A shard's ids file is written last, after its features, so only complete
-    shards are read back on resume.
-    """
-
-    def __init__(self, directory: Path, done: dict[str, np.ndarray]):
-        self.directory = directory
-        self.done = done
-        directory.mkdir(parents=True, exist_ok=True)
-        self.next_index = 1 + max((self._index(path) for path in self._id_files()), default=-1)
-        self.pending_ids: list[str] = []
-        self.pending_features: list[np.ndarray] = []
-
-    @staticmethod
-    def _index(ids_path: Path) -> int:
-        return int(ids_path.name.removeprefix("shard_").removesuffix(".ids.json"))
-
-    def _id_files(self) -> list[Path]:
-        return sorted(self.directory.glob("shard_*.ids.json"))
-
-    def read_all(self) -> None:
-        """Adds the features of every complete shard to ``done``."""
-        for ids_path in self._id_files():
-            features_path = ids_path.with_name(ids_path.name.removesuffix(".ids.json") + ".npy")
-            store = FeatureStore.from_npy(features_path, ids_path)
-            self.done.update(zip(store.ids, store.matrix, strict=True))
-
-    def add(self, ids: list[str], features: np.ndarray) -> None:
-        self.pending_ids += ids
-        self.pending_features.append(features)
-
-    def flush(self) -> None:
-        if not self.pending_ids:
-            return
-        ids, features = self.pending_ids, np.concatenate(self.pending_features)
-        stem = self.directory / f"shard_{self.next_index:05d}"
-        tmp_features = stem.with_suffix(".npy.tmp")
-        with tmp_features.open("wb") as file:
-            np.save(file, features)
-        os.replace(tmp_features, stem.with_suffix(".npy"))
-        tmp_ids = stem.with_suffix(".ids.json.tmp")
-        tmp_ids.write_text(json.dumps(ids), encoding="utf-8")
-        os.replace(tmp_ids, stem.with_suffix(".ids.json"))
-        self.next_index += 1
-        self.done.update(zip(ids, features, strict=True))
-        self.pending_ids, self.pending_features = [], []
-
-    def remove(self) -> None:
-        for path in self.directory.iterdir():
-            path.unlink()
-        self.directory.rmdir()
-
-
-def _check_run(out_dir: Path, run: dict) -> None:
-    """Refuses to mix features of different models or preprocessing in one output folder."""
-    run_path = out_dir / RUN_FILE
-    if run_path.is_file():
-        previous = json.loads(run_path.read_text(encoding="utf-8"))
-        if previous != run:
-            raise DataFormatError(
-                run_path, f"written by a run with {previous}, this run has {run}; use a new --out"
-            )
-    else:
-        run_path.write_text(json.dumps(run, indent=2), encoding="utf-8")
 
 
 def extract_features(
@@ -199,14 +130,14 @@ def extract_features(
         if model is None
         else f"custom model {getattr(model, 'name', type(model).__name__)}"
     )
-    _check_run(
+    check_run(
         out_dir, {"model": description, "image_size": image_size, "id_style": images.id_style}
     )
     done: dict[str, np.ndarray] = {}
     if (out_dir / IDS_FILE).is_file():
         previous = FeatureStore.load(out_dir)
         done.update(zip(previous.ids, previous.matrix, strict=True))
-    shards = _ShardWriter(out_dir / SHARDS_DIR, done)
+    shards = ShardWriter(out_dir / SHARDS_DIR, done)
     shards.read_all()
     todo = [(image_id, ref) for image_id, ref in images.items if image_id not in done]
     total = len(images.items)
@@ -264,7 +195,7 @@ def extract_features(
 def _run_batches(
     images: Images,
     todo: list[tuple[str, object]],
-    shards: _ShardWriter,
+    shards: ShardWriter,
     make_model: Callable[[], object],
     batch_size: int,
     image_size: int,

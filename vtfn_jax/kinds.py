@@ -57,9 +57,7 @@ def vtfn_embedders(model: VTFN, data: VtfnData) -> Embedders:
 
 def vtfn_model(config: ml_collections.ConfigDict, data: VtfnData) -> VTFN:
     """The VTFN model of ``config``, word vectors from ``model.glove`` when it names some."""
-    init = glove.vectors_for_vocab(
-        config.model.glove, data.vocab, config.model.embed_dim, seed=config.seed
-    )
+    init = glove.initial_word_vectors(config, data.vocab)
     return build_model(config, len(data.vocab), data.image_dim, init)
 
 

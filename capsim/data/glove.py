@@ -13,6 +13,7 @@ import functools
 import logging
 from pathlib import Path
 
+import ml_collections
 import numpy as np
 
 from capsim.errors import DataFormatError
@@ -170,3 +171,9 @@ def vectors_for_vocab(source: str, vocab: Vocab, dim: int, seed: int = 0) -> np.
         "GloVe (%s) covers %.1f%% of the vocabulary", source, 100 * coverage
     )
     return matrix
+
+
+def initial_word_vectors(config: ml_collections.ConfigDict, vocab: Vocab) -> np.ndarray | None:
+    """``vectors_for_vocab`` of a model config: ``model.glove`` at ``model.embed_dim``,
+    words GloVe lacks drawn with ``config.seed`` (every trained model starts so)."""
+    return vectors_for_vocab(config.model.glove, vocab, config.model.embed_dim, seed=config.seed)

@@ -32,8 +32,9 @@ from capsim.checkpoints import restore_model
 from capsim.data import glove
 from capsim.data.corpus import CaptionSplit
 from capsim.data.pipeline import Batches
-from capsim.encoders import RNNEncoder, scan_rnn, zero_carry
+from capsim.encoders import RNNEncoder
 from capsim.eval.evaluators import Subject
+from capsim.recurrence import scan_rnn, zero_carry
 from capsim.task import Task
 from capsim.text import EOS_ID
 from vtfn_jax.data import VtfnData
@@ -167,9 +168,7 @@ def build_language_model(
 ) -> CaptionLanguageModel:
     """Sizes from config.model: embed_dim (word vectors), dim (GRU state = sentence vector)."""
     model_config = config.model
-    init = glove.vectors_for_vocab(
-        model_config.glove, data.vocab, model_config.embed_dim, seed=config.seed
-    )
+    init = glove.initial_word_vectors(config, data.vocab)
     return CaptionLanguageModel(
         len(data.vocab),
         model_config.embed_dim,

@@ -1,0 +1,252 @@
+"""The training loop of ``Trainer.fit``: resume, step, log, evaluate, checkpoint, stop.
+
+``Run`` is one call of ``capsim.train.trainer.Trainer.fit`` (the compiled step and
+the state it owns stay in the Trainer). Its hooks: metrics rows and the progress
+line, dev evaluations ranked by ``early_stopping.metric`` (orbax keeps the best
+step; capsim.train.checkpoint), early stopping, preemption and lost peers
+(capsim.train.faults), and an optional profiler trace. ``TrainResult`` is what it returns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol
+
+import jax
+import numpy as np
+from flax import nnx
+
+from capsim import mesh as mesh_lib
+from capsim.checkpoints import LEGACY_BEST_DIR
+from capsim.errors import CheckpointError, UnusableCheckpointsError
+from capsim.progress import Progress
+from capsim.train.checkpoint import Checkpointer, selection_metrics
+from capsim.train.faults import Preemption, exit_on_failure
+from capsim.train.metrics import MetricWriter, logged_values
+from capsim.train.profile import StepTrace
+from capsim.workdir import CHECKPOINT_DIR, PROFILE_DIR, move_run_aside, save_config
+
+
+class PeriodicEval(Protocol):
+    """What the loop evaluates during training (capsim.eval.evaluators.Evaluators is one).
+
+    ``every``: steps between evaluations; ``during_training`` returns the numbers due
+    at ``step`` (``last`` is the final step), keyed like ``"dev/same_image_auc"``.
+    """
+
+    every: int
+
+    def during_training(self, model: nnx.Module, step: int, last: bool) -> Mapping[str, float]: ...
+
+
+@dataclasses.dataclass
+class TrainResult:
+    """What a run did: the final step, its eval history and why it stopped."""
+
+    step: int
+    eval_history: list[dict[str, float]]
+    best_metric: float | None
+    stopped_early: bool
+    last_loss: float
+    examples_per_second: float
+    metric_name: str
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready facts of the run, e.g. for results.json (best metric as ``best_dev_...``)."""
+        return {
+            "steps": self.step,
+            "stopped_early": self.stopped_early,
+            f"best_{self.metric_name.replace('/', '_')}": self.best_metric,
+            "train_examples_per_second": self.examples_per_second,
+        }
+
+
+class Run:
+    """One call of ``Trainer.fit``: the loop and the state only it needs."""
+
+    def __init__(self, trainer: Any, workdir: Path, train_data, evaluate):
+        config = trainer.config
+        if (workdir / LEGACY_BEST_DIR).is_dir():
+            raise CheckpointError(
+                f"{workdir} was written by an older version that kept its best model apart in "
+                f"{workdir / LEGACY_BEST_DIR}; scorers still read it, but training now keeps "
+                f"the best step in {workdir / CHECKPOINT_DIR}. To train on, move the folder away "
+                f"(mv {workdir / LEGACY_BEST_DIR} {workdir}/best.old): the run resumes from "
+                f"{CHECKPOINT_DIR}/ and early stopping counts again from the next evaluation"
+            )
+        self.trainer, self.config, self.workdir = trainer, config, workdir
+        self.evaluate = evaluate
+        self.every = evaluate.every if evaluate else 0
+        self.stopping = config.early_stopping
+        self.data_iter = iter(train_data)
+        try:
+            self.step = self._resume()
+        except UnusableCheckpointsError as error:
+            if not config.get("start_over", False):
+                raise
+            kept = move_run_aside(workdir)
+            logging.warning(
+                "%s\nstart_over: moved the old run to %s; training from step 0", error, kept
+            )
+            self.step = self._resume()
+        save_config(config, workdir)
+        self.first_step = self.step
+        self.trace = StepTrace(config.get("profile_steps", ""), workdir / PROFILE_DIR)
+
+    def _resume(self) -> int:
+        """Opens the checkpoints and restores the newest usable one; returns its step (0: none)."""
+        self.checkpoints = Checkpointer(
+            self.workdir / CHECKPOINT_DIR, keep=2, save_every=self.config.checkpoint_every
+        )
+        if not self.checkpoints.holds_checkpoints():
+            return 0
+        trainer = self.trainer
+        try:
+            step = self.checkpoints.restore_newest_usable(
+                model=trainer.model, optimizer=trainer.optimizer, data_iterator=self.data_iter
+            )["step"]
+        except UnusableCheckpointsError:
+            self.checkpoints.close()  # before start_over moves its folder
+            raise
+        trainer.place_state()
+        logging.info("resumed from %s at step %d", self.checkpoints.directory, step)
+        return step
+
+    # Early stopping, read from orbax's bookkeeping of the evaluated checkpoints.
+    def best_value(self) -> float | None:
+        best = self.checkpoints.best_step()
+        return None if best is None else self.checkpoints.metrics(best)[self.stopping.metric]
+
+    def should_stop(self) -> bool:
+        """``patience`` evaluations (every ``every`` steps) since orbax's best step."""
+        best = self.checkpoints.best_step()
+        if not (self.stopping.patience and self.every) or best is None:
+            return False
+        return self.step // self.every - best // self.every >= self.stopping.patience
+
+    def describe_checkpoint(self) -> str:
+        latest = self.checkpoints.latest_step()
+        return f"the last checkpoint (step {latest}) in {self.checkpoints.directory}"
+
+    def _check_finite(self, loss: float) -> None:
+        """Stops a diverged run, naming the step and the last good checkpoint."""
+        if not np.isfinite(loss):
+            self.checkpoints.wait()
+            raise FloatingPointError(
+                f"loss became {loss} at step {self.step}; stopping. The last good "
+                f"checkpoint (step {self.checkpoints.latest_step()}) is in "
+                f"{self.checkpoints.directory}. Try a lower learning rate or clip_norm."
+            )
+
+    def loop(self) -> TrainResult:
+        trainer, config = self.trainer, self.config
+        metric = self.stopping.metric
+        writer = MetricWriter(self.workdir, resume_step=self.step)
+        progress = Progress(config.num_steps, per_unit=config.batch_size, first=self.step)
+        history: list[dict[str, float]] = []
+        last_loss, speeds, waited = math.nan, [], 0.0
+        batches = trainer.device_batches(self.data_iter)
+        preemption = Preemption(self.checkpoints.reached_preemption)
+        try:
+            with exit_on_failure(self.describe_checkpoint):
+                # A stopped run stays stopped.
+                while self.step < config.num_steps and not self.should_stop():
+                    batch, data_state, seconds = next(batches)
+                    waited += seconds
+                    self.trace.before_step(self.step)
+                    with jax.profiler.StepTraceAnnotation("train", step_num=self.step + 1):
+                        metrics = trainer.step(batch, self.step)
+                    self.step += 1
+                    self.trace.after_step(self.step, metrics)
+                    done = self.step == config.num_steps
+                    if self.step % config.log_every == 0 or done:
+                        scalars = {k: float(v) for k, v in mesh_lib.to_local(metrics).items()}
+                        last_loss = scalars["loss"]
+                        self._check_finite(last_loss)
+                        speeds.append(
+                            progress.report(
+                                self.step, final=done, input_wait_s=waited, loss=last_loss
+                            )
+                        )
+                        waited = 0.0
+                        scalars["examples_per_second"] = speeds[-1]
+                        writer.write(self.step, {f"train/{k}": v for k, v in scalars.items()})
+                    results = {}
+                    if self.every and (self.step % self.every == 0 or done):
+                        due = self.evaluate.during_training(trainer.local_model(), self.step, done)
+                        results = {k: float(v) for k, v in due.items()}
+                    if results:
+                        history.append({"step": self.step, **results})
+                        writer.write(self.step, results)
+                        logging.info("step %d eval %s", self.step, results)
+                    evaluated = metric in results
+                    preempted = preemption.reached(self.step)  # every step, on every process
+                    if preempted:
+                        print(
+                            f"process {jax.process_index()}: preemption notice (SIGTERM): stopping "
+                            f"at step {self.step}, the step every process agreed on; saving",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+                    # Forced saves: evaluations (ranked for the best step), the last step and
+                    # a preemption; orbax's policy adds its interval.
+                    if evaluated or done or preempted or self.checkpoints.should_save(self.step):
+                        trainer.sync_objects()
+                        self.checkpoints.save(
+                            self.step,
+                            model=trainer.model,
+                            optimizer=trainer.optimizer,
+                            data_state=data_state,
+                            metrics=selection_metrics(metric, results[metric], self.stopping.mode)
+                            if evaluated
+                            else None,
+                            force=True,
+                        )  # written in the background while training goes on (Checkpointer.save)
+                    if preempted:
+                        self._stop_preempted(writer)
+                    if self.should_stop():
+                        logging.info(
+                            "early stopping at step %d: %s did not improve", self.step, metric
+                        )
+                        break
+        finally:
+            preemption.close()  # SIGTERM back to its previous handler, however the loop ends
+        if self.step == self.first_step:
+            logging.warning(
+                "nothing left to train: the run in %s had reached step %d%s; its speed below "
+                "is the one it logged",
+                self.workdir,
+                self.step,
+                " and stopped early" if self.should_stop() else "",
+            )
+            speeds = logged_values(self.workdir, "train/examples_per_second")
+        nnx.update((trainer.model, trainer.optimizer), mesh_lib.to_local(trainer.state))
+        trainer.model.eval()
+        writer.close()
+        best, stopped_early = self.best_value(), self.should_stop()
+        self.checkpoints.close()
+        return TrainResult(
+            step=self.step,
+            eval_history=history,
+            best_metric=best,
+            stopped_early=stopped_early,
+            last_loss=last_loss,
+            examples_per_second=float(np.median(speeds)) if speeds else math.nan,
+            metric_name=metric,
+        )
+
+    def _stop_preempted(self, writer: MetricWriter) -> None:
+        self.checkpoints.wait()
+        writer.close()
+        print(
+            f"process {jax.process_index()}: preempted (SIGTERM); saved a checkpoint at step "
+            f"{self.step} in {self.checkpoints.directory}; rerun the same command to resume",
+            file=sys.stderr,
+            flush=True,
+        )
+        sys.exit(0)
