@@ -41,6 +41,7 @@ def toy_run(tmp_path_factory):
     return proc.stdout, json.loads(out.read_text())
 
 
+@pytest.mark.slow  # the bench's toy run: demos, scoring and steps in a process (26 s)
 def test_toy_run_prints_the_table_and_writes_every_row(toy_run):
     stdout, result = toy_run
     assert "| check | dtype | status | throughput |" in stdout

@@ -200,6 +200,7 @@ def _train_cli(workdir: Path, *flags: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # four runs of the training command, each a fresh process (37 s)
 def test_the_training_command_on_a_finished_then_damaged_run(tmp_path):
     """Through ``python -m vtfn_jax.train``: a rerun of a finished run trains nothing,
     says so and reports as before (no nan); with every checkpoint damaged it exits

@@ -272,6 +272,7 @@ def _kill_and_compare(tmp_path: Path, processes: int, seeds: list[int], points: 
         _check_same_run(killed, tmp_path / "uninterrupted", history)
 
 
+@pytest.mark.slow  # 5 kill points, 6 runs (46 s); fast: SIGTERM and exact resume, test_trainer
 def test_one_process_killed_at_5_points_resumes_exactly(tmp_path):
     _kill_and_compare(tmp_path, processes=1, seeds=[0], points=5)
 

@@ -52,6 +52,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow  # two training processes from the sbatch line (22 s); fast: test_multihost
 def test_slurm_command_trains_as_two_processes(tmp_path):
     command = slurm_task_command()
     assert command.startswith("python -m ")

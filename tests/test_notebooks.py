@@ -65,6 +65,7 @@ def test_vtfn_notebook_runs(tmp_path, monkeypatch):
     assert list(tmp_path.glob("vtfn_demo_bow_*/results.json"))
 
 
+@pytest.mark.slow  # the I2CE demo's whole training (33 s); fast: test_i2ce trains it
 def test_i2ce_notebook_runs(tmp_path, monkeypatch):
     outputs = _run_notebook("i2ce_demo.ipynb", tmp_path, monkeypatch)
     tau_table, scores, similarities, plots = outputs[-4:]

@@ -192,6 +192,7 @@ def test_aggregate_tabulates_metrics_and_lists_failures(tmp_path):
     assert str(tmp_path / f"encoder=gru,loss={BAD_LOSS}" / sweep.LOG_FILE) in report
 
 
+@pytest.mark.slow  # three training jobs, one failing, and a resume (27 s)
 def test_tiny_grid_runs_resumes_and_survives_a_failed_job(tmp_path, capsys):
     """2 losses on the shapes world (runlocal), plus a job with an unknown loss."""
     config = _write_sweep_config(tmp_path, {"config.loss.name": BAD_LOSS})

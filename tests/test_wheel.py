@@ -60,6 +60,7 @@ def test_the_wheel_holds_the_packages_and_the_models_not_configs(installed_wheel
     assert not [name for name in names if name.startswith(("configs/", "launch/"))]
 
 
+@pytest.mark.slow  # a training from the installed wheel in its own venv (51 s)
 @requires_glove
 def test_rebuild_from_the_installed_wheel(installed_wheel, shared_data, tmp_path):
     """``python -m i2ce_jax.pretrained`` trains the recipe (runlocal) and exports a model
