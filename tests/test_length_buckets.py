@@ -106,6 +106,7 @@ def test_i2ce_batches_cut_to_the_width_they_are_given():
         assert not full[key][:, width:].any()  # nothing real was cut away
 
 
+@pytest.mark.slow  # the I2CE demo's whole training, a program per width (24 s)
 def test_i2ce_demo_trains_on_length_bucketed_batches(tmp_path):
     """End to end through the trainer: fewer padded positions, and it still learns."""
     config = i2ce_demo.get_config("runlocal")

@@ -225,6 +225,7 @@ print("TENSORFLOW_IMPORTED", "tensorflow" in sys.modules)
 """
 
 
+@pytest.mark.slow  # features, then both papers' trainings, in a fresh process (25 s)
 def test_both_papers_train_from_tfds_without_tensorflow(tfds_dir, tmp_path):
     """Features from the TFDS images, then a few steps of VTFN and of I2CE on its
     captions, in a fresh process in which TensorFlow is never imported."""
