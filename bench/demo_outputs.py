@@ -23,11 +23,10 @@ import argparse
 import hashlib
 import json
 import os
-import shlex
 import shutil
 import subprocess
 
-from bench.harness import REPO, RESULTS_DIR, update_section
+from bench.harness import REPO, RESULTS_DIR, record_results
 from bench.suite_time import clone
 from capsim.tables import format_table
 
@@ -164,10 +163,7 @@ def main() -> int:
     text = format_table(table, list(table[0]))
     print(text)
     if not args.no_write:
-        RESULTS_DIR.mkdir(exist_ok=True)
-        results_json.write_text(json.dumps(rows, indent=2) + "\n")
-        command = shlex.join(["python", "bench/demo_outputs.py", *sys.argv[1:]])
-        update_section(SECTION, f"{SECTION}\n\nCommand: `{command}`\n\n{text}\n")
+        record_results("demo_outputs", rows, SECTION, text)
     return 0 if all(row["equal"] == "yes" for row in table) else 1
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -106,6 +108,15 @@ def update_section(title: str, section: str) -> None:
     else:
         text = text.rstrip("\n") + "\n\n" + section
     RESULTS_MD.write_text(text)
+
+
+def record_results(script: str, rows: list, section: str, text: str) -> None:
+    """``rows`` as bench/results/<script>.json and ``text`` as the RESULTS.md ``section``,
+    headed by the command line that made them (``python bench/<script>.py ...``)."""
+    RESULTS_DIR.mkdir(exist_ok=True)
+    (RESULTS_DIR / f"{script}.json").write_text(json.dumps(rows, indent=2) + "\n")
+    command = shlex.join(["python", f"bench/{script}.py", *sys.argv[1:]])
+    update_section(section, f"{section}\n\nCommand: `{command}`\n\n{text}\n")
 
 
 def load_golden_pairs(path: Path, limit: int | None) -> tuple[dict, dict]:

@@ -23,13 +23,12 @@ import argparse
 import collections
 import json
 import os
-import shlex
 import shutil
 import subprocess
 import time
 import xml.etree.ElementTree as ET
 
-from bench.harness import REPO, RESULTS_DIR, load_average, update_section
+from bench.harness import REPO, RESULTS_DIR, load_average, record_results
 from capsim.tables import format_table
 
 SECTION = "## Test suite tiers"
@@ -154,10 +153,7 @@ def main() -> int:
     text = tables(rows)
     print(text)
     if not args.no_write:
-        RESULTS_DIR.mkdir(exist_ok=True)
-        results_json.write_text(json.dumps(rows, indent=2) + "\n")
-        command = shlex.join(["python", "bench/suite_time.py", *sys.argv[1:]])
-        update_section(SECTION, f"{SECTION}\n\nCommand: `{command}`\n\n{text}\n")
+        record_results("suite_time", rows, SECTION, text)
     return 0 if all(row["returncode"] == 0 for row in rows) else 1
 
 
