@@ -199,17 +199,19 @@ def _coco_tfds(data_dir: str, options: Mapping[str, Any]) -> list[CaptionRecord]
 
 
 @functools.cache
-def _cached_world(num_scenes: int, seed: int) -> Any:
-    from capsim.data.shapes_world import ShapesWorldConfig, generate_world
+def _generated_world(config: Any) -> Any:
+    from capsim.data.shapes_world import generate_world
 
-    return generate_world(ShapesWorldConfig(num_scenes=num_scenes, seed=seed))
+    return generate_world(config)
 
 
 def shapes_world(options: Mapping[str, Any]) -> Any:
-    """The shapes world of ``options["shapes_world"]`` (num_scenes, seed), built once per
-    process: its captions, features and evaluation sets are read from the same object."""
-    world = dict(options.get("shapes_world") or {})
-    return _cached_world(int(world.get("num_scenes", 2000)), int(world.get("seed", 0)))
+    """The shapes world of ``options["shapes_world"]`` (ShapesWorldConfig's keys, e.g.
+    num_scenes and seed), built once per process: its captions, features and
+    evaluation sets are read from the same object."""
+    from capsim.data.shapes_world import ShapesWorldConfig
+
+    return _generated_world(ShapesWorldConfig(**(options.get("shapes_world") or {})))
 
 
 def _shapes_world_captions(location: Path | str, options: Mapping[str, Any]) -> list[CaptionRecord]:
