@@ -287,8 +287,7 @@ def test_skipping_references_by_their_score_bound_changes_no_statistic(meteor, s
     gts = {r["key"]: tokenized[("ref", r["key"])] for r in rows}
     res = {r["key"]: tokenized[("res", r["key"])] for r in rows}
     texts = {*(c for (c,) in res.values()), *(t for refs in gts.values() for t in refs)}
-    sentences = meteor._sentences(texts)
-    reach = meteor._phrases.within([s.phrases for s in sentences.values()])
+    sentences, reach = meteor._sentences(texts)
     exhaustive = []
     for key, refs in gts.items():
         test = sentences[res[key][0]]

@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import NamedTuple
 
 from capsim.eval.meteor.lexicon import Lexicon
@@ -73,12 +73,14 @@ class Sentence:
 
     words: list[str]
     stems: list[str]
-    synsets: list[frozenset[str]]
+    synonyms: list[frozenset[str]]  # the other words of the call sharing a synset with each
     phrases: dict[int, list[tuple[int, int]]]
+    paraphrased: frozenset[int]  # the phrase ids that its phrases paraphrase
     at_word: dict[str, list[int]]  # positions of each word and of each stem
     at_stem: dict[str, list[int]]
-    all_synsets: frozenset[str]
     function: list[bool]  # which words are function words
+    shares: list[float]  # each word's weight in precision and recall, and their sum
+    total_share: float
 
     @classmethod
     def of(
@@ -86,17 +88,49 @@ class Sentence:
         words: list[str],
         lexicon: Lexicon,
         phrases: dict[int, list[tuple[int, int]]],
+        reach: dict[int, dict[int, int]],
+        synonyms: dict[str, frozenset[str]],
+        function_share: float,
     ) -> Sentence:
+        """``reach`` maps each phrase id to its paraphrases (see Phrases.within);
+        ``synonyms`` maps each word to the other words it may be matched with as a synonym
+        (see ``synonym_words``); a function word weighs ``function_share`` in precision and
+        recall, a content word 1 - ``function_share``."""
         stems = [lexicon.stem(w) for w in words]
-        synsets = [lexicon.synsets(w) for w in words]
         at_word: dict[str, list[int]] = {}
         at_stem: dict[str, list[int]] = {}
         for position, (word, stem) in enumerate(zip(words, stems, strict=True)):
             at_word.setdefault(word, []).append(position)
             at_stem.setdefault(stem, []).append(position)
         function = [w in lexicon.function_words for w in words]
-        all_synsets = frozenset().union(*synsets)
-        return cls(words, stems, synsets, phrases, at_word, at_stem, all_synsets, function)
+        shares = [function_share if f else 1 - function_share for f in function]
+        return cls(
+            words=words,
+            stems=stems,
+            synonyms=[synonyms[w] for w in words],
+            phrases=phrases,
+            paraphrased=frozenset().union(*(reach[p] for p in phrases)),
+            at_word=at_word,
+            at_stem=at_stem,
+            function=function,
+            shares=shares,
+            total_share=sum(shares),
+        )
+
+
+def synonym_words(vocabulary: Iterable[str], lexicon: Lexicon) -> dict[str, frozenset[str]]:
+    """Each word -> the other words of ``vocabulary`` that share a WordNet synset with it,
+    from one inverted index over the words of a call (cheaper than intersecting the
+    synsets of every pair of words in every pair of sentences)."""
+    synsets = {word: lexicon.synsets(word) for word in vocabulary}
+    members: dict[str, set[str]] = {}
+    for word, found in synsets.items():
+        for synset in found:
+            members.setdefault(synset, set()).add(word)
+    return {
+        word: frozenset().union(*(members[s] for s in found)) - {word} if found else frozenset()
+        for word, found in synsets.items()
+    }
 
 
 def candidates(test: Sentence, ref: Sentence, reach: dict[int, dict[int, int]]) -> list[Candidate]:
@@ -113,10 +147,10 @@ def candidates(test: Sentence, ref: Sentence, reach: dict[int, dict[int, int]]) 
         for j in ref.at_stem.get(test.stems[i], ()):
             if ref_words[j] != word:
                 found.append((j, (STEM, i), i, 1, 1, STEM))
-        word_synsets = test.synsets[i]
-        if not word_synsets.isdisjoint(ref.all_synsets):
-            for j, ref_synsets in enumerate(ref.synsets):
-                if ref_words[j] != word and not word_synsets.isdisjoint(ref_synsets):
+        near = test.synonyms[i]
+        if near:
+            for other in near.intersection(ref.at_word):
+                for j in ref.at_word[other]:
                     found.append((j, (SYNONYM, i), i, 1, 1, SYNONYM))
     for (rs, rl), (ts, tl), line in _paraphrase_pairs(ref, test, reach):
         found.append((rs, (PARAPHRASE, 0, rl, line, ts, tl), ts, tl, rl, PARAPHRASE))
@@ -130,6 +164,8 @@ def _paraphrase_pairs(
 ) -> Iterator[tuple[tuple[int, int], tuple[int, int], int]]:
     """(source span, target span, table line) of each pair found by looking ``source``'s
     phrases up in the table; each direction's candidates rank differently."""
+    if source.paraphrased.isdisjoint(target.phrases):
+        return  # most pairs of sentences: no phrase of one paraphrases one of the other
     target_ids = target.phrases.keys()
     for source_id, source_spans in source.phrases.items():
         listed = reach[source_id]

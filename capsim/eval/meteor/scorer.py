@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import operator
 from collections.abc import Hashable, Mapping, Sequence
 from pathlib import Path
 
@@ -142,22 +143,27 @@ class Meteor:
         """Each caption's 23 statistics (its best reference's), in the order of ``gts``."""
         candidates, references = _checked_inputs(gts, res)
         with _cyclic_gc_paused():
-            sentences = self._sentences({*candidates, *(r for refs in references for r in refs)})
-            reach = self._phrases.within([s.phrases for s in sentences.values()])
+            texts = {*candidates, *(r for refs in references for r in refs)}
+            sentences, reach = self._sentences(texts)
             return [
                 self._caption_stats(sentences[c], [sentences[r] for r in refs], reach)
                 for c, refs in zip(candidates, references, strict=True)
             ]
 
-    def _sentences(self, texts: set[str]) -> dict[str, matching.Sentence]:
-        """Each distinct caption normalized and prepared for the matchers, once."""
+    def _sentences(self, texts: set[str]) -> tuple[dict[str, matching.Sentence], dict]:
+        """Each distinct caption normalized and prepared for the matchers, once, and the
+        paraphrases of their phrases (Phrases.within)."""
         data = self._data
         words = {text: normalize(text, data.prefixes, data.numeric_prefixes) for text in texts}
         spans = self._phrases.spans(list(words.values()))
-        return {
-            text: matching.Sentence.of(tokens, self._lexicon, phrases)
+        reach = self._phrases.within(spans)
+        vocabulary = {word for tokens in words.values() for word in tokens}
+        synonyms = matching.synonym_words(vocabulary, self._lexicon)
+        sentences = {
+            text: matching.Sentence.of(tokens, self._lexicon, phrases, reach, synonyms, 1 - DELTA)
             for (text, tokens), phrases in zip(words.items(), spans, strict=True)
         }
+        return sentences, reach
 
     def _caption_stats(
         self, test: matching.Sentence, refs: list[matching.Sentence], reach: dict
@@ -198,12 +204,18 @@ def score_bound(
     test_weights, ref_weights = [0.0] * len(test.words), [0.0] * len(ref.words)
     for j, _, i, test_len, ref_len, module in found:
         weight = MODULE_WEIGHTS[module]
+        if test_len == ref_len == 1:  # most matches: one word each side
+            if test_weights[i] < weight:
+                test_weights[i] = weight
+            if ref_weights[j] < weight:
+                ref_weights[j] = weight
+            continue
         for k in range(i, i + test_len):
             test_weights[k] = max(test_weights[k], weight)
         for k in range(j, j + ref_len):
             ref_weights[k] = max(ref_weights[k], weight)
-    precision = _weighted_share(test.function, test_weights)
-    recall = _weighted_share(ref.function, ref_weights)
+    precision = _weighted_share(test, test_weights)
+    recall = _weighted_share(ref, ref_weights)
     if precision <= 0 or recall <= 0:
         return 0.0
     fmean = precision * recall / (ALPHA * precision + (1 - ALPHA) * recall)
@@ -213,14 +225,11 @@ def score_bound(
     return fmean * (1 - GAMMA * (1 / mean_matched) ** BETA) * (1 + 1e-9)
 
 
-def _weighted_share(function: Sequence[bool], weights: Sequence[float]) -> float:
+def _weighted_share(sentence: matching.Sentence, weights: Sequence[float]) -> float:
     """Weighted matched words over weighted words, content words weighing DELTA."""
-    matched = total = 0.0
-    for is_function, weight in zip(function, weights, strict=True):
-        share = 1 - DELTA if is_function else DELTA
-        matched += weight * share
-        total += share
-    return matched / total if total > 0 else 0.0
+    if sentence.total_share <= 0:
+        return 0.0
+    return sum(map(operator.mul, sentence.shares, weights)) / sentence.total_share
 
 
 @contextlib.contextmanager
