@@ -22,7 +22,7 @@ from flax import nnx
 
 from bench import flops, harness
 from bench.harness import load_average, time_rounds
-from bench.scoring_suite import suite_table
+from bench.scoring_suite import goal_budget, meteor_phase_table, suite_table
 from capsim.embed import Embedded, bucketed_batches, encode_batches, token_rows
 from i2ce_jax.scorer import I2CEScorer, SentenceTable, unit_vectors_and_norms, validate_gts_res
 
@@ -217,6 +217,13 @@ way (pycocoevalcap's METEOR starts its JVM, as every `evaluate()` does; I2CE loa
 model).
 
 {suite_table(suite)}
+
+METEOR phase by phase (`capsim.eval.meteor`, pure Python; each phase's functions timed
+inside a real call, in the same rounds): the sentences (normalisation, paraphrase-table
+spans, synonyms), the four matchers, the score bounds that spare searches, the jar's
+alignment search and the statistics; the rest is the loop between them. {goal_budget(suite)}
+
+{meteor_phase_table(suite)}
 """
     if first:
         text += f"""

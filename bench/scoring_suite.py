@@ -25,6 +25,8 @@ from i2ce_jax import cocoeval
 from i2ce_jax.scorer import I2CEScorer
 
 SUITE_METRICS = ("tokenise", "BLEU", "METEOR", "ROUGE-L", "CIDEr", "I2CE")
+METEOR_PHASES = ("sentences", "matchers", "score bounds", "alignment search", "statistics")
+GOAL_RATIO = 10  # issue 32 section 4: the whole evaluate() at 10x pycocoevalcap's
 
 
 def write_coco_files(gts: Mapping, res: Mapping, folder: Path) -> tuple[Path, Path]:
@@ -115,6 +117,41 @@ def _suite_metrics(gts: Mapping, res: Mapping) -> tuple[dict, dict]:
     return capsim, coco
 
 
+@contextlib.contextmanager
+def _meteor_phase_clocks(seconds: dict[str, float]):
+    """Adds the seconds spent in each METEOR phase (METEOR_PHASES) to ``seconds`` while
+    active, by wrapping the functions the scorer calls: the real call's own path."""
+    from capsim.eval.meteor import matching
+    from capsim.eval.meteor import scorer as meteor_scorer
+
+    targets = [
+        (Meteor, "_sentences", "sentences"),
+        (matching, "candidates", "matchers"),
+        (meteor_scorer, "score_bound", "score bounds"),
+        (matching, "align", "alignment search"),
+        (matching, "statistics", "statistics"),
+    ]
+
+    def clocked(function: Callable, phase: str) -> Callable:
+        def run(*args, **kwargs):
+            began = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                seconds[phase] = seconds.get(phase, 0.0) + time.perf_counter() - began
+
+        return run
+
+    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in targets]
+    try:
+        for (owner, name, phase), (_, _, original) in zip(targets, originals, strict=True):
+            setattr(owner, name, clocked(original, phase))
+        yield
+    finally:
+        for owner, name, original in originals:
+            setattr(owner, name, original)
+
+
 def measure_suite(gts: Mapping, res: Mapping, *, rounds: int) -> dict:
     """capsim's ``COCOEvalCap.evaluate()`` (with I2CE) against pycocoevalcap's without SPICE,
     on the same COCO-format files in alternating rounds; then each metric alone, the same way.
@@ -146,9 +183,22 @@ def measure_suite(gts: Mapping, res: Mapping, *, rounds: int) -> dict:
 
         runners["capsim metrics"] = by_metric("capsim", capsim_metrics)
         runners["pycocoevalcap metrics"] = by_metric("pycocoevalcap", coco_metrics)
+        phases: dict[str, list[float]] = {}
+
+        def meteor_phases(_: int) -> None:
+            tokens = {"gts": ptb_tokenize(gts), "res": ptb_tokenize(res)}
+            clocks: dict[str, float] = {}
+            began = time.perf_counter()
+            with _meteor_phase_clocks(clocks):
+                Meteor().compute_score(tokens["gts"], tokens["res"])
+            clocks["whole"] = time.perf_counter() - began
+            for phase, spent in clocks.items():
+                phases.setdefault(phase, []).append(spent)
+
+        runners["capsim METEOR phases"] = meteor_phases
         for run in runners.values():
             run(0)  # the paraphrase index, the encoder's compiles, the JVM's class files
-        for side in metric_seconds.values():
+        for side in (*metric_seconds.values(), phases):
             side.clear()
         load_start = load_average()
         seconds = time_rounds(runners, rounds)
@@ -159,6 +209,7 @@ def measure_suite(gts: Mapping, res: Mapping, *, rounds: int) -> dict:
         "pycocoevalcap": seconds["pycocoevalcap"],
         **ratio_summary(seconds["capsim"], seconds["pycocoevalcap"]),
         "metrics": metric_seconds,
+        "meteor_phases": phases,
         "rounds": rounds,
         "load_start": load_start,
         "load_end": load_end,
@@ -186,6 +237,42 @@ def suite_table(row: Mapping) -> str:
         f"**{row['ratio_median']:.2f}** ({row['ratio_min']:.2f}-{row['ratio_max']:.2f}) |"
     )
     return "\n".join(lines)
+
+
+def meteor_phase_table(row: Mapping) -> str:
+    """capsim's METEOR call phase by phase (timed inside the call), with the rest."""
+    phases = row["meteor_phases"]
+    whole = np.median(phases["whole"])
+    rest = np.subtract(phases["whole"], np.sum([phases[p] for p in METEOR_PHASES], axis=0))
+    lines = [
+        "| METEOR phase | s median | min | max | share of the call |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for name, seconds in (*((p, phases[p]) for p in METEOR_PHASES), ("rest", rest)):
+        lines.append(
+            f"| {name} | {np.median(seconds):.2f} | {min(seconds):.2f} | {max(seconds):.2f} | "
+            f"{np.median(seconds) / whole:.0%} |"
+        )
+    lines.append(f"| whole `Meteor().compute_score` | {whole:.2f} | {min(phases['whole']):.2f} | "
+                 f"{max(phases['whole']):.2f} | 100% |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def goal_budget(row: Mapping) -> str:
+    """What the 10x goal leaves METEOR, from this run's medians."""
+    budget = np.median(row["pycocoevalcap"]) / GOAL_RATIO
+    meteor = np.median(row["metrics"]["capsim"]["METEOR"])
+    others = np.median(row["capsim"]) - meteor
+    allowed = budget - others
+    return (
+        f"At {GOAL_RATIO}x, the whole `evaluate()` may take {budget:.2f} s (pycocoevalcap's "
+        f"median / {GOAL_RATIO}). Without METEOR, capsim's `evaluate()` takes about {others:.2f} s "
+        f"(its median minus METEOR's median alone), which leaves METEOR {allowed:.2f} s against "
+        f"the {meteor:.2f} s it takes: {meteor / allowed:.1f}x too slow."
+        if allowed > 0
+        else f"At {GOAL_RATIO}x, the whole `evaluate()` may take {budget:.2f} s; capsim's "
+        f"`evaluate()` without METEOR already takes {others:.2f} s."
+    )
 
 
 def suite_available() -> bool:

@@ -72,6 +72,30 @@ def test_the_suite_times_both_evaluators_and_each_metric():
     assert set(row["metrics"]["pycocoevalcap"]) == set(scoring_suite.SUITE_METRICS) - {"I2CE"}
     assert row["ratio_median"] > 0
     assert "| whole `evaluate()` |" in scoring_suite.suite_table(row)
+    assert set(row["meteor_phases"]) == {*scoring_suite.METEOR_PHASES, "whole"}
+    table = scoring_suite.meteor_phase_table(row)
+    assert all(f"| {phase} |" in table for phase in (*scoring_suite.METEOR_PHASES, "rest"))
+    assert "s against" in scoring_suite.goal_budget(row) or "already" in scoring_suite.goal_budget(
+        row
+    )
+
+
+def test_meteor_phase_clocks_time_the_real_call_and_leave_it_unchanged():
+    from capsim.eval.meteor import Meteor, MeteorResourceError, matching
+
+    try:
+        meteor = Meteor()
+    except MeteorResourceError as error:  # no pycocoevalcap: no METEOR data
+        pytest.skip(str(error))
+    align = matching.align
+    clocks: dict[str, float] = {}
+    with scoring_suite._meteor_phase_clocks(clocks):
+        timed = meteor.compute_score(GTS, RES)
+    assert timed == meteor.compute_score(GTS, RES)
+    assert matching.align is align  # the wrappers are gone
+    # Every phase ran: these candidates need searches (not every match is fixed).
+    assert set(clocks) == set(scoring_suite.METEOR_PHASES)
+    assert all(seconds > 0 for seconds in clocks.values())
 
 
 def test_the_first_call_is_timed_in_fresh_processes(tmp_path):
