@@ -29,6 +29,7 @@ from capsim.eval.meteor.matching import (
     Match,
     align,
     candidates,
+    longest_chunk,
     statistics,
 )
 from capsim.eval.meteor.normalize import normalize
@@ -172,6 +173,20 @@ def _candidate(ref: int, test: int, test_len: int, ref_len: int, module: int) ->
     return (ref, (module, test), test, test_len, ref_len, module)
 
 
+def test_longest_chunk_is_the_heaviest_chain_contiguous_in_both_sentences():
+    # (ref start, rank, test start, test length, ref length, module)
+    found = [
+        (0, (EXACT, 0), 0, 1, 1, EXACT),  # test 0 - ref 0
+        (1, (EXACT, 1), 1, 1, 1, EXACT),  # test 1 - ref 1: chains on from the first
+        (2, (PARAPHRASE, 1, 2, 2, 0), 2, 2, 1, PARAPHRASE),  # test 2-3 - ref 2: and on
+        (0, (EXACT, 4), 4, 1, 1, EXACT),  # test 4 - ref 0: no chain onwards
+        (3, (STEM, 5), 5, 1, 1, STEM),  # test 5 - ref 3: test 4 ends elsewhere
+    ]
+    assert longest_chunk(found) == 1 + 1 + (2 + 1) / 2
+    assert longest_chunk(found[3:]) == 1
+    assert longest_chunk([]) == 0
+
+
 def test_alignment_credits_a_two_word_paraphrase_as_an_exact_match():
     """Exact: +2; otherwise test words // 2 + reference words // 2. A 2-to-2 paraphrase
     ties with the exact word inside it and, after both chunks close, wins as the partial
@@ -295,7 +310,8 @@ def test_skipping_references_by_their_score_bound_changes_no_statistic(meteor, s
         for ref in (sentences[r] for r in refs):
             found = candidates(test, ref, reach)
             stats = statistics(test, ref, align(len(test.words), len(ref.words), list(found)))
-            assert meteor_from_stats(stats) <= score_bound(test, ref, found), (key, ref.words)
+            tight = score_bound(test, ref, found, longest_chunk(found))
+            assert meteor_from_stats(stats) <= tight <= score_bound(test, ref, found), key
             if meteor_from_stats(stats) > best_score:
                 best, best_score = stats, meteor_from_stats(stats)
         exhaustive.append(best)

@@ -251,6 +251,21 @@ def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
     return matches[::-1]
 
 
+def longest_chunk(found: Sequence[Candidate]) -> float:
+    """The most matched words (the mean of both sides) that one chunk of any alignment
+    built from ``found`` can hold: the heaviest chain of candidates each starting where
+    the one before ends, in both sentences."""
+    heaviest: dict[tuple[int, int], float] = {}  # from each (test, reference) start
+    for j, _, i, tl, rl, _ in sorted(found, key=_test_start, reverse=True):
+        size = (tl + rl) / 2 + heaviest.get((i + tl, j + rl), 0.0)
+        if size > heaviest.get((i, j), 0.0):
+            heaviest[i, j] = size
+    return max(heaviest.values(), default=0.0)
+
+
+_test_start = operator.itemgetter(2)
+
+
 # A partial's rank is one integer ordered as (-credit, chunks, distance), cheaper to sort
 # by than a tuple: chunks and distance stay far below CHUNK (2**32).
 CHUNK = 1 << 32
