@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import random
 import shutil
 import types
 from pathlib import Path
@@ -22,6 +23,7 @@ from capsim.eval.meteor import (
     meteor_from_stats,
     resources,
 )
+from capsim.eval.meteor import normalize as normalize_module
 from capsim.eval.meteor.matching import (
     EXACT,
     PARAPHRASE,
@@ -143,6 +145,18 @@ def assert_agrees_with_the_jar(meteor, jar_meteor, gts, res) -> None:
 def test_normalization_matches_the_jar(meteor, text):
     data = resources.jar_data(resources.locate_files().jar)
     assert " ".join(normalize(text, data.prefixes, data.numeric_prefixes)) == NORMALIZED[text]
+
+
+def test_plain_text_skips_the_rules_with_the_same_tokens(meteor):
+    """Lower-case letters, digits and spaces take the short path: its tokens equal
+    every rule's on random plain strings, and a period or capital takes the long one."""
+    data, rng = meteor._data, random.Random(0)
+    for _ in range(2000):
+        text = "".join(rng.choice("ab z09  ") for _ in range(rng.randrange(12)))
+        expected = normalize_module._normalized(text, data.prefixes, data.numeric_prefixes)
+        assert normalize(text, data.prefixes, data.numeric_prefixes) == expected, repr(text)
+    for text in ("a dog .", "A dog", "dog 's", "e.g. a"):
+        assert not normalize_module._PLAIN.fullmatch(text)
 
 
 def test_score_formula_matches_the_jar_on_known_statistics():

@@ -41,6 +41,9 @@ _APOSTROPHE_RULES = (
     (re.compile(r"([0-9])'(s)"), r"\1 '\2"),
 )
 _DOT_PLACEHOLDER = "\x00"
+# Text that no rule below changes: lower-case letters, digits and spaces, as most of
+# the PTB tokenizer's output is.
+_PLAIN = re.compile("[a-z0-9 ]*")
 
 
 def parse_prefixes(text: str) -> tuple[frozenset[str], frozenset[str]]:
@@ -89,6 +92,15 @@ def _periods(words: list[str], prefixes: Collection[str], numeric: Collection[st
 
 def normalize(text: str, prefixes: Collection[str], numeric_prefixes: Collection[str]) -> list[str]:
     """Tokens of ``text`` as ``meteor-1.5.jar -norm`` produces them (lower-cased)."""
+    if _PLAIN.fullmatch(text):
+        return text.split()
+    return _normalized(text, prefixes, numeric_prefixes)
+
+
+def _normalized(
+    text: str, prefixes: Collection[str], numeric_prefixes: Collection[str]
+) -> list[str]:
+    """``normalize`` by every rule, for text that is not plain."""
     text = _java_trim(text).translate(_QUOTES).replace("''", '"')
     text = _SPACES.sub(" ", text)
     text = _WORD_HYPHEN.sub(r"\1 \2", text.replace("--", "-"))
