@@ -218,8 +218,8 @@ model).
 
 {suite_table(suite)}
 
-METEOR phase by phase (`capsim.eval.meteor`, pure Python; each phase's functions timed
-inside a real call, in the same rounds): the sentences (normalisation, paraphrase-table
+METEOR phase by phase (`capsim.eval.meteor`, pure Python, all in one process; each phase's
+functions timed inside a real call, in the same rounds): the sentences (normalisation, paraphrase-table
 spans, synonyms), the four matchers, the score bounds that spare searches, the jar's
 alignment search and the statistics; the rest is the loop between them. {goal_budget(suite)}
 

@@ -22,8 +22,10 @@ from capsim.eval.meteor import (
     corpus_stats,
     meteor_from_stats,
     resources,
+    workers,
 )
 from capsim.eval.meteor import normalize as normalize_module
+from capsim.eval.meteor import scorer as scorer_module
 from capsim.eval.meteor.matching import (
     EXACT,
     PARAPHRASE,
@@ -419,3 +421,44 @@ def test_paraphrase_index_is_cached_on_disk_and_rebuilt_when_its_source_changes(
     rebuilt = build(source)
     assert rebuilt.max_words == 4
     assert json.loads((folder / "paraphrase.json").read_text())["sha256"] != manifest["sha256"]
+
+
+@pytest.fixture
+def fresh_pool(monkeypatch):
+    """A pool of METEOR workers for one test, shared by calls of 8 captions or more."""
+    pool = workers.Pool()
+    monkeypatch.setattr(workers, "POOL", pool)
+    monkeypatch.setattr(scorer_module, "SHARE_MIN_CAPTIONS", 8)
+    yield pool
+    pool.close()
+
+
+def _golden_sample(shared_data, step: int) -> tuple[dict, dict]:
+    rows = json.loads((shared_data / GOLDEN_FILE).read_text())["rows"][::step]
+    gts = {row["key"]: row["references"] for row in rows}
+    return gts, {row["key"]: [row["candidate"]] for row in rows}
+
+
+def test_worker_processes_give_the_statistics_of_one_process(meteor, fresh_pool, shared_data):
+    gts, res = _golden_sample(shared_data, 60)  # 95 captions
+    alone = Meteor(processes=1).statistics(gts, res)
+    assert Meteor(processes=3).statistics(gts, res) == alone
+    assert len(fresh_pool._workers) == 2  # started, and kept for the next call
+    pending = Meteor(processes=2).start(gts, res)  # the worker's part is under way
+    assert Meteor(processes=2).statistics(gts, res) == alone  # busy pool: all here
+    assert pending() == alone
+
+
+def test_a_failed_worker_is_reported_once_and_its_part_scored_here(
+    meteor, fresh_pool, shared_data, capfd
+):
+    gts, res = _golden_sample(shared_data, 60)
+    alone = Meteor(processes=1).statistics(gts, res)
+    two = Meteor(processes=2)
+    assert two.statistics(gts, res) == alone
+    fresh_pool._workers[0]._process.kill()
+    fresh_pool._workers[0]._process.wait()
+    assert two.statistics(gts, res) == alone
+    assert two.statistics(gts, res) == alone
+    assert capfd.readouterr().err.count("METEOR worker failed, scoring in this process") == 1
+    assert not fresh_pool._workers  # closed; later calls stay in this process

@@ -32,7 +32,6 @@ import json
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -80,10 +79,12 @@ def spice_unavailable_reason() -> str | None:
     return None
 
 
-def _meteor_statistics() -> Callable:
+def _start_meteor(gts: dict, res: dict) -> Callable[[], list]:
+    """METEOR's statistics, begun (Meteor.start): its worker processes, if any, run
+    beside the metrics computed before the returned function is called."""
     from capsim.eval.meteor import Meteor
 
-    return Meteor().statistics
+    return Meteor().start(gts, res)
 
 
 def _spice_scores(gts: dict, res: dict) -> list[float]:
@@ -142,25 +143,27 @@ class COCOEvalCap:
             print(f"{len(self.empty_candidates)} empty captions score 0: {self.empty_candidates}")
         spice_reason = spice_unavailable_reason()
         self.metric_rows = []
-        ngrams = pair_ngrams(gts, res, DEFAULT_MAX_ORDER)  # once, for BLEU and CIDEr-D
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as background:
-            # Started first: an encoder (I2CE's) runs outside the GIL, beside the Python metrics.
+            # Started first: an encoder (I2CE's) runs outside the GIL, beside the Python metrics,
+            # and METEOR's workers in their own processes; its share here is scored last.
             extra = {n: background.submit(f, raw_gts, raw_res) for n, f in self.scorers.items()}
-            metrics = [  # calls giving each metric's per-image rows (None: SPICE unavailable)
-                lambda: bootstrap.bleu_rows(Bleu().statistics_of(ngrams)),
-                lambda: bootstrap.meteor_rows(_meteor_statistics()(gts, res)),
-                lambda: bootstrap.mean_rows("ROUGE_L", Rouge().compute_score(gts, res)[1]),
-                lambda: bootstrap.mean_rows("CIDEr", CiderD().scores_of(ngrams)),
-                None if spice_reason else lambda: bootstrap.mean_rows("SPICE", _spice_scores(gts, res)),
-                *(partial(_mean_of, name, future) for name, future in extra.items()),
-            ]  # fmt: skip
-            for compute in metrics:
-                if compute is None:
+            meteor_statistics = _start_meteor(gts, res)
+            try:
+                ngrams = pair_ngrams(gts, res, DEFAULT_MAX_ORDER)  # once, for BLEU and CIDEr-D
+                bleu = bootstrap.bleu_rows(Bleu().statistics_of(ngrams))
+                rouge = bootstrap.mean_rows("ROUGE_L", Rouge().compute_score(gts, res)[1])
+                cider = bootstrap.mean_rows("CIDEr", CiderD().scores_of(ngrams))
+            finally:
+                meteor = bootstrap.meteor_rows(meteor_statistics())
+            spice = None if spice_reason else bootstrap.mean_rows("SPICE", _spice_scores(gts, res))
+            extra_rows = [_mean_of(name, future) for name, future in extra.items()]
+            # Each metric's per-image rows, in pycocoevalcap's order (None: SPICE unavailable).
+            for rows in (bleu, meteor, rouge, cider, spice, *extra_rows):
+                if rows is None:
                     self.setEval(Unavailable(spice_reason), "SPICE")
                     if verbose:
                         print(spice_reason)
                     continue
-                rows = compute()
                 self.metric_rows.append(rows)
                 count = rows.rows.shape[0]
                 corpus = rows.score(rows.rows.sum(axis=0, keepdims=True), count)[0]

@@ -19,13 +19,14 @@ import contextlib
 import functools
 import gc
 import operator
-from collections.abc import Hashable, Mapping, Sequence
+import os
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from capsim.errors import CaptionError
-from capsim.eval.meteor import lexicon, matching, resources
+from capsim.eval.meteor import lexicon, matching, resources, workers
 from capsim.eval.meteor.normalize import normalize
 
 # METEOR 1.5's English "rank" task (the jar prints them as Parameters/Weights).
@@ -33,6 +34,8 @@ ALPHA, BETA, GAMMA, DELTA = 0.85, 0.2, 0.6, 0.75
 MODULE_WEIGHTS = (1.0, 0.6, 0.8, 0.6)  # exact, stem, synonym, paraphrase
 FIELD_SEPARATOR = "|||"  # METEOR's stdio protocol separator
 CHUNKS = 4 + 4 * matching.MODULE_COUNT  # position of the chunk count in the statistics
+MAX_PROCESSES = 4  # this one and up to three workers (capsim.eval.meteor.workers)
+SHARE_MIN_CAPTIONS = 1000  # fewer captions are scored in this process alone
 
 References = Mapping[Hashable, Sequence[str]]
 Candidates = Mapping[Hashable, Sequence[str]]
@@ -121,10 +124,14 @@ class Meteor:
 
     The first instance in a process reads METEOR's data from the installed
     pycocoevalcap (building the paraphrase index on first use, see
-    ``capsim.eval.meteor.resources``); later instances share it.
+    ``capsim.eval.meteor.resources``); later instances share it. A call with at
+    least SHARE_MIN_CAPTIONS captions shares them with worker processes, up to
+    ``processes`` in all (default: the cores, at most MAX_PROCESSES; 1 keeps every
+    caption in this process); the statistics are the same either way.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, processes: int | None = None) -> None:
+        self._processes = processes or min(os.cpu_count() or 1, MAX_PROCESSES)
         files = resources.locate_files()
         self._data = resources.jar_data(files.jar)
         self._lexicon = _lexicon(files.jar)
@@ -141,7 +148,20 @@ class Meteor:
 
     def statistics(self, gts: References, res: Candidates) -> list[tuple[int, ...]]:
         """Each caption's 23 statistics (its best reference's), in the order of ``gts``."""
+        return self.start(gts, res)()
+
+    def start(self, gts: References, res: Candidates) -> Callable[[], list[tuple[int, ...]]]:
+        """``statistics(gts, res)``, begun: the workers' shares start now, and calling
+        the returned function (once) scores this process's share and gathers them, so
+        that the caller can compute something else meanwhile."""
         candidates, references = _checked_inputs(gts, res)
+        if len(candidates) < SHARE_MIN_CAPTIONS or self._processes < 2:
+            return functools.partial(self.statistics_of, candidates, references)
+        share = (candidates, references)
+        return workers.POOL.start(share, self._processes - 1, lambda s: self.statistics_of(*s))
+
+    def statistics_of(self, candidates: list[str], references: list[list[str]]) -> list[tuple]:
+        """``statistics`` of checked and cleaned captions (see _checked_inputs)."""
         with _cyclic_gc_paused():
             texts = {*candidates, *(r for refs in references for r in refs)}
             sentences, reach = self._sentences(texts)
