@@ -74,6 +74,7 @@ class Sentence:
     words: list[str]
     stems: list[str]
     synonyms: list[frozenset[str]]  # the other words of the call sharing a synset with each
+    all_synonyms: frozenset[str]  # and all of them
     phrases: dict[int, list[tuple[int, int]]]
     paraphrased: frozenset[int]  # the phrase ids that its phrases paraphrase
     at_word: dict[str, list[int]]  # positions of each word and of each stem
@@ -104,10 +105,12 @@ class Sentence:
             at_stem.setdefault(stem, []).append(position)
         function = [w in lexicon.function_words for w in words]
         shares = [function_share if f else 1 - function_share for f in function]
+        near = [synonyms[w] for w in words]
         return cls(
             words=words,
             stems=stems,
-            synonyms=[synonyms[w] for w in words],
+            synonyms=near,
+            all_synonyms=frozenset().union(*near),
             phrases=phrases,
             paraphrased=frozenset().union(*(reach[p] for p in phrases)),
             at_word=at_word,
@@ -140,17 +143,20 @@ def candidates(test: Sentence, ref: Sentence, reach: dict[int, dict[int, int]]) 
     ``reach`` maps each phrase id of both sentences to its paraphrases (see Phrases.within).
     """
     found = []
-    ref_words = ref.words
-    for i, word in enumerate(test.words):
-        for j in ref.at_word.get(word, ()):
-            found.append((j, (EXACT, i), i, 1, 1, EXACT))
-        for j in ref.at_stem.get(test.stems[i], ()):
-            if ref_words[j] != word:
-                found.append((j, (STEM, i), i, 1, 1, STEM))
-        near = test.synonyms[i]
-        if near:
-            for other in near.intersection(ref.at_word):
-                for j in ref.at_word[other]:
+    test_words, ref_words, ref_at_word = test.words, ref.words, ref.at_word
+    for word in test.at_word.keys() & ref_at_word.keys():
+        for i in test.at_word[word]:
+            for j in ref_at_word[word]:
+                found.append((j, (EXACT, i), i, 1, 1, EXACT))
+    for stem in test.at_stem.keys() & ref.at_stem.keys():
+        for i in test.at_stem[stem]:
+            for j in ref.at_stem[stem]:
+                if ref_words[j] != test_words[i]:
+                    found.append((j, (STEM, i), i, 1, 1, STEM))
+    if not test.all_synonyms.isdisjoint(ref_at_word):
+        for i, near in enumerate(test.synonyms):
+            for other in near.intersection(ref_at_word) if near else ():
+                for j in ref_at_word[other]:
                     found.append((j, (SYNONYM, i), i, 1, 1, SYNONYM))
     for (rs, rl), (ts, tl), line in _paraphrase_pairs(ref, test, reach):
         found.append((rs, (PARAPHRASE, 0, rl, line, ts, tl), ts, tl, rl, PARAPHRASE))
@@ -187,7 +193,10 @@ def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
         for k in range(j, j + rl):
             ref_cover[k] += 1
     unique = [
-        all(c == 1 for c in test_cover[i : i + tl]) and all(c == 1 for c in ref_cover[j : j + rl])
+        test_cover[i] == 1 and ref_cover[j] == 1
+        if tl == rl == 1  # most candidates: one word each side
+        else all(c == 1 for c in test_cover[i : i + tl])
+        and all(c == 1 for c in ref_cover[j : j + rl])
         for j, _, i, tl, rl, _ in found
     ]
     if all(unique):  # nothing to choose: every candidate is fixed
@@ -205,18 +214,23 @@ def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
     # A partial alignment: (rank, test mask, ref mask, end of its open chunk in the test
     # or -1, (last match, the partial's earlier link)).
     paths: list[tuple] = [(0, 0, 0, -1, None)]
+    all_closed = True  # no partial has an open chunk
     for p in range(ref_len):
+        here = options.get(p, ())
+        if not here and all_closed:
+            continue  # nothing changes at p; the next sort and cut do what these would
         if len(paths) > 1:
             paths.sort(key=_rank)
             del paths[BEAM_SIZE:]
-        here = options.get(p, ())
         bit = 1 << p
         if not here:  # each partial goes on, closing its open chunk unless it covers p
             paths = [
                 path if path[2] & bit or path[3] < 0 else (path[0] + CHUNK, *path[1:3], -1, path[4])
                 for path in paths
             ]
+            all_closed = not ref_cover[p]  # no candidate covers p, so none goes on open
             continue
+        all_closed = False
         fixed = here[0] if len(here) == 1 and here[0][7] else None
         grown = []
         for path in paths:

@@ -165,10 +165,12 @@ class Meteor:
         with _cyclic_gc_paused():
             texts = {*candidates, *(r for refs in references for r in refs)}
             sentences, reach = self._sentences(texts)
-            return [
+            stats = [
                 self._caption_stats(sentences[c], [sentences[r] for r in refs], reach)
                 for c, refs in zip(candidates, references, strict=True)
             ]
+            del sentences, reach  # freed here, not swept by the collector once it is back
+        return stats
 
     def _sentences(self, texts: set[str]) -> tuple[dict[str, matching.Sentence], dict]:
         """Each distinct caption normalized and prepared for the matchers, once, and the

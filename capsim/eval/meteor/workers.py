@@ -27,8 +27,9 @@ from collections.abc import Callable
 from typing import IO
 
 # A worker scores 3 parts of a call for every 2 the calling process keeps: the caller also
-# runs the other metrics and an encoder's thread meanwhile (measured best of 1:1, 3:2 and
-# 2:1 for capsim.eval.cocoeval on 2 cores, bench/RESULTS.md "Scoring throughput").
+# runs the other metrics and an encoder's thread meanwhile. Of 1:1, 3:2, 2:1 and 3:1, 3:2
+# and 2:1 gave capsim.eval.cocoeval's evaluate() on 2 cores its shortest medians (6 rounds
+# on the Flickr8k-Expert files: 2.64, 2.40, 2.41 and 2.49 s).
 WORKER_WEIGHT, CALLER_WEIGHT = 3, 2
 Statistics = list[tuple[int, ...]]
 Share = tuple[list[str], list[list[str]]]  # (candidates, their references)
