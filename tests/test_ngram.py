@@ -18,7 +18,7 @@ from capsim.eval.ngram import (
     CiderD,
     Rouge,
     compute_ngram_metrics,
-    lcs_length,
+    lcs_lengths,
 )
 from capsim.eval.ngram_counts import pair_ngrams
 
@@ -98,12 +98,13 @@ def dynamic_programming_lcs(first: list[str], second: list[str]) -> int:
     return int(table[-1, -1])
 
 
-def test_lcs_length_matches_dynamic_programming():
+def test_lcs_lengths_match_dynamic_programming():
     rng = random.Random(0)
     for _ in range(200):
         first = rng.choices("abcd", k=rng.randint(0, 12))
-        second = rng.choices("abcd", k=rng.randint(0, 12))
-        assert lcs_length(first, second) == dynamic_programming_lcs(first, second)
+        others = [rng.choices("abcd", k=rng.randint(0, 12)) for _ in range(rng.randint(0, 4))]
+        expected = [dynamic_programming_lcs(first, other) for other in others]
+        assert lcs_lengths(first, others) == expected
 
 
 def test_cider_matches_hand_computation():

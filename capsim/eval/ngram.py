@@ -132,21 +132,25 @@ class Bleu:
         return scores * brevity[:, None]
 
 
-def lcs_length(first: Sequence[str], second: Sequence[str]) -> int:
-    """Length of the longest common subsequence of two token sequences.
+def lcs_lengths(first: Sequence[str], others: Sequence[Sequence[str]]) -> list[int]:
+    """Length of the longest common subsequence of ``first`` and each of ``others``.
 
-    Hyyrö's bit-parallel algorithm: one big-integer update per token of
-    ``second`` instead of a len(first) x len(second) table.
+    Hyyrö's bit-parallel algorithm: one big-integer update per token of the
+    other sequence instead of a len(first) x len(other) table; the match masks of
+    ``first`` are built once for all of ``others``.
     """
     match_masks: dict[str, int] = {}
     for position, token in enumerate(first):
         match_masks[token] = match_masks.get(token, 0) | (1 << position)
     all_ones = (1 << len(first)) - 1
-    row = all_ones
-    for token in second:
-        matches = row & match_masks.get(token, 0)
-        row = ((row + matches) | (row - matches)) & all_ones
-    return len(first) - row.bit_count()
+    lengths = []
+    for other in others:
+        row = all_ones
+        for token in other:
+            matches = row & match_masks.get(token, 0)
+            row = ((row + matches) | (row - matches)) & all_ones
+        lengths.append(len(first) - row.bit_count())
+    return lengths
 
 
 class Rouge:
@@ -170,12 +174,13 @@ class Rouge:
 
     def _score(self, candidate: str, references: list[str]) -> float:
         candidate_tokens = candidate.split(" ")
+        reference_tokens = [reference.split(" ") for reference in references]
         best_precision = best_recall = 0.0
-        for reference in references:
-            reference_tokens = reference.split(" ")
-            common = lcs_length(candidate_tokens, reference_tokens)
+        for tokens, common in zip(
+            reference_tokens, lcs_lengths(candidate_tokens, reference_tokens), strict=True
+        ):
             best_precision = max(best_precision, common / len(candidate_tokens))
-            best_recall = max(best_recall, common / len(reference_tokens))
+            best_recall = max(best_recall, common / len(tokens))
         if best_precision == 0 or best_recall == 0:
             return 0.0
         beta_sq = self.beta**2
