@@ -462,3 +462,16 @@ def test_a_failed_worker_is_reported_once_and_its_part_scored_here(
     assert two.statistics(gts, res) == alone
     assert capfd.readouterr().err.count("METEOR worker failed, scoring in this process") == 1
     assert not fresh_pool._workers  # closed; later calls stay in this process
+
+
+def test_the_environment_sets_the_processes_and_one_keeps_every_caption_here(
+    meteor, fresh_pool, shared_data, monkeypatch
+):
+    gts, res = _golden_sample(shared_data, 60)
+    monkeypatch.setenv(scorer_module.PROCESSES_VARIABLE, "1")
+    assert Meteor().statistics(gts, res) == Meteor(processes=2).statistics(gts, res)
+    assert len(fresh_pool._workers) == 1  # only the explicit processes=2 started one
+    for wrong in ("x", "0"):
+        monkeypatch.setenv(scorer_module.PROCESSES_VARIABLE, wrong)
+        with pytest.raises(ValueError, match=f"CAPSIM_METEOR_PROCESSES must be .* got '{wrong}'"):
+            Meteor()

@@ -35,6 +35,7 @@ MODULE_WEIGHTS = (1.0, 0.6, 0.8, 0.6)  # exact, stem, synonym, paraphrase
 FIELD_SEPARATOR = "|||"  # METEOR's stdio protocol separator
 CHUNKS = 4 + 4 * matching.MODULE_COUNT  # position of the chunk count in the statistics
 MAX_PROCESSES = 4  # this one and up to three workers (capsim.eval.meteor.workers)
+PROCESSES_VARIABLE = "CAPSIM_METEOR_PROCESSES"
 SHARE_MIN_CAPTIONS = 1000  # fewer captions are scored in this process alone
 
 References = Mapping[Hashable, Sequence[str]]
@@ -126,12 +127,13 @@ class Meteor:
     pycocoevalcap (building the paraphrase index on first use, see
     ``capsim.eval.meteor.resources``); later instances share it. A call with at
     least SHARE_MIN_CAPTIONS captions shares them with worker processes, up to
-    ``processes`` in all (default: the cores, at most MAX_PROCESSES; 1 keeps every
-    caption in this process); the statistics are the same either way.
+    ``processes`` in all (default: ``$CAPSIM_METEOR_PROCESSES``, else the cores, at
+    most MAX_PROCESSES; 1 keeps every caption in this process); the statistics are
+    the same either way.
     """
 
     def __init__(self, processes: int | None = None) -> None:
-        self._processes = processes or min(os.cpu_count() or 1, MAX_PROCESSES)
+        self._processes = max(1, processes or _default_processes())
         files = resources.locate_files()
         self._data = resources.jar_data(files.jar)
         self._lexicon = _lexicon(files.jar)
@@ -215,6 +217,16 @@ class Meteor:
             if score > best_score or (score == best_score and index < best_index):
                 best, best_score, best_index = stats, score, index
         return best
+
+
+def _default_processes() -> int:
+    """``$CAPSIM_METEOR_PROCESSES``, else the cores up to MAX_PROCESSES."""
+    value = os.environ.get(PROCESSES_VARIABLE, "")
+    if not value:
+        return min(os.cpu_count() or 1, MAX_PROCESSES)
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"${PROCESSES_VARIABLE} must be a number of processes >= 1, got {value!r}")
+    return int(value)
 
 
 def score_bound(
