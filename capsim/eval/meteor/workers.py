@@ -1,7 +1,7 @@
 """METEOR on more than one core: worker processes that score a share of the captions.
 
 The alignment search is pure Python and holds the GIL, so a thread cannot run it
-beside the caller. A worker is a fresh ``python -m capsim.eval.meteor.workers``
+beside the caller. A worker is a fresh ``python -m capsim.eval.meteor.serve``
 (started, not forked: a fork of a process running JAX's threads can hang, and
 multiprocessing's spawn would re-run the user's script). It loads METEOR's data
 once (about 0.3 s, no JAX), then answers requests on its stdin with statistics on
@@ -42,7 +42,7 @@ class Worker:
         # The child finds this process's packages where this process finds them.
         path = os.pathsep.join(p for p in sys.path if p)
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "capsim.eval.meteor.workers"],
+            [sys.executable, "-m", "capsim.eval.meteor.serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": path},
@@ -157,26 +157,19 @@ def _split(share: Share, weights: list[int]) -> list[Share]:
 POOL = Pool()
 
 
-def serve(requests: IO[bytes], replies: IO[bytes]) -> None:
-    """The worker's loop: a share in, its statistics (or the error) out, until EOF."""
-    from capsim.eval.meteor.scorer import Meteor  # the scorer imports this module
-
-    meteor = Meteor(processes=1)
+def serve(
+    requests: IO[bytes], replies: IO[bytes], statistics_of: Callable[[list, list], Statistics]
+) -> None:
+    """A worker's loop (capsim.eval.meteor.serve): a share in, its statistics (or the
+    error) out, until its stdin closes."""
     while True:
         try:
             candidates, references = pickle.load(requests)
         except EOFError:
             return
         try:
-            reply = ("ok", meteor.statistics_of(candidates, references))
+            reply = ("ok", statistics_of(candidates, references))
         except Exception:  # the caller reports it and scores the share itself
             reply = ("error", traceback.format_exc())
         pickle.dump(reply, replies, protocol=pickle.HIGHEST_PROTOCOL)
         replies.flush()
-
-
-if __name__ == "__main__":
-    # Replies go to the original stdout; anything printed goes to stderr instead.
-    replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
-    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    serve(sys.stdin.buffer, replies)
