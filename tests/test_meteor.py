@@ -475,3 +475,17 @@ def test_the_environment_sets_the_processes_and_one_keeps_every_caption_here(
         monkeypatch.setenv(scorer_module.PROCESSES_VARIABLE, wrong)
         with pytest.raises(ValueError, match=f"CAPSIM_METEOR_PROCESSES must be .* got '{wrong}'"):
             Meteor()
+
+
+def test_a_forked_child_leaves_its_parents_workers_alone(meteor, fresh_pool, shared_data):
+    """After a fork the child forgets the pool's workers (os.register_at_fork): it must not
+    write to their pipes, nor close them; its next call starts a worker of its own."""
+    gts, res = _golden_sample(shared_data, 60)
+    alone = Meteor(processes=1).statistics(gts, res)
+    assert Meteor(processes=2).statistics(gts, res) == alone
+    inherited = fresh_pool._workers[0]
+    fresh_pool._forget()  # what the child runs after a fork
+    assert Meteor(processes=2).statistics(gts, res) == alone
+    assert fresh_pool._workers[0] is not inherited
+    assert inherited._process.poll() is None  # still running, for the parent
+    inherited.close()

@@ -70,10 +70,17 @@ class Pool:
     """The process's workers, started on first use, and the sharing of one call."""
 
     def __init__(self) -> None:
+        self._forget()
+        atexit.register(self.close)
+        if hasattr(os, "register_at_fork"):  # a forked child must not talk to our workers
+            os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        """No workers of its own (a new pool, or a forked child, whose inherited pipes lead
+        to its parent's workers: they are left to the parent, not closed)."""
         self._workers: list[Worker] = []
         self._lock = threading.Lock()
         self._broken = False
-        atexit.register(self.close)
 
     def start(
         self, share: Share, extra_processes: int, score_here: Callable[[Share], Statistics]
