@@ -1,4 +1,4 @@
-"""METEOR 1.5 in pure Python, in place of pycocoevalcap's meteor-1.5.jar and Java.
+"""METEOR 1.5 without Java, in place of pycocoevalcap's meteor-1.5.jar and Java.
 
 ``Meteor().compute_score(gts, res)`` follows pycocoevalcap. The data files
 come from the installed pycocoevalcap (``pip install pycocoevalcap==1.2``).

@@ -1,4 +1,4 @@
-"""METEOR 1.5's four matchers and its alignment search, as the jar behaves.
+"""METEOR 1.5's four matchers and its alignment search, as the jar behaves, compiled.
 
 Matchers (Denkowski & Lavie 2011, 2014), each giving candidate matches
 between a candidate's and a reference's tokens:
@@ -10,6 +10,12 @@ between a candidate's and a reference's tokens:
   first detachment rule (``lexicon.MORPHY_RULES``) that yields a known word;
 - paraphrase: a phrase pair (up to 7 tokens each side) listed in the table,
   in either direction; a pair listed both ways yields two candidates.
+
+The candidates are ranked by reference start, then module, then, for exact,
+stem and synonym matches, candidate start; paraphrases found by looking the
+reference's phrases up come before those found from the candidate's, the first
+ranked by (reference length, table line, candidate start, candidate length),
+the second by (candidate start, candidate length, table line).
 
 The alignment is the jar's beam search over the reference, left to right. A
 partial alignment carries its credit, chunks, distance, the words it uses and
@@ -36,296 +42,451 @@ After p = L one more sort ranks the partials the same way and the first wins.
 Chunks are counted when they close, which shapes the rankings on the way.
 Written from that description (the jar's Java is LGPL), it gives every
 Flickr8k-Expert and COCO caption of bench/meteor_agreement.py the jar's score.
+
+Everything here is compiled by numba (``nogil``: threads run it side by side), over
+flat arrays that capsim.eval.meteor.scorer prepares once per call: the sentences as
+word ids, each word's stem id, function-word flag and synonyms, each sentence's
+phrases of the paraphrase table and each phrase's paraphrases (``Batch``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import operator
-from collections.abc import Iterable, Iterator, Sequence
+import functools
 from typing import NamedTuple
 
-from capsim.eval.meteor.lexicon import Lexicon
+import numba
+import numpy as np
+
+from capsim.eval.meteor.resources import FOLD_START, PHRASE, PREFIX, BUCKET_SHIFT, fold
 
 EXACT, STEM, SYNONYM, PARAPHRASE = range(4)
 MODULE_COUNT = 4
 BEAM_SIZE = 40
+STATISTICS = 4 + 4 * MODULE_COUNT + 3  # the jar's sufficient statistics of one alignment
+CHUNKS = 4 + 4 * MODULE_COUNT  # where the chunk count sits among them
+# METEOR 1.5's English "rank" task (the jar prints them as Parameters/Weights).
+ALPHA, BETA, GAMMA, DELTA = 0.85, 0.2, 0.6, 0.75
+MODULE_WEIGHTS = np.array([1.0, 0.6, 0.8, 0.6])  # exact, stem, synonym, paraphrase
+# A partial's chunks and distance ranked as one integer, as the jar's beam orders them.
+CHUNK = np.int64(1 << 32)
+
+compiled = functools.partial(numba.njit, cache=True, nogil=True)
 
 
-class Match(NamedTuple):
-    """Tokens [test, test + test_len) of the candidate match [ref, ref + ref_len)."""
+class Batch(NamedTuple):
+    """One call's captions as arrays (see capsim.eval.meteor.scorer.Meteor.prepare).
 
-    test: int
-    test_len: int
-    ref: int
-    ref_len: int
-    module: int
-
-
-# A candidate as the search reads it: (reference start, rank among the candidates
-# starting there, test start, test length, reference length, module).
-Candidate = tuple[int, tuple, int, int, int, int]
-
-
-@dataclasses.dataclass(frozen=True)
-class Sentence:
-    """A normalized sentence with what the matchers need of it, computed once."""
-
-    words: list[str]
-    stems: list[str]
-    synonyms: list[frozenset[str]]  # the other words of the call sharing a synset with each
-    all_synonyms: frozenset[str]  # and all of them
-    phrases: dict[int, list[tuple[int, int]]]
-    paraphrased: frozenset[int]  # the phrase ids that its phrases paraphrase
-    at_word: dict[str, list[int]]  # positions of each word and of each stem
-    at_stem: dict[str, list[int]]
-    function: list[bool]  # which words are function words
-    shares: list[float]  # each word's weight in precision and recall, and their sum
-    total_share: float
-
-    @classmethod
-    def of(
-        cls,
-        words: list[str],
-        lexicon: Lexicon,
-        phrases: dict[int, list[tuple[int, int]]],
-        reach: dict[int, dict[int, int]],
-        synonyms: dict[str, frozenset[str]],
-        function_share: float,
-    ) -> Sentence:
-        """``reach`` maps each phrase id to its paraphrases (see Phrases.within);
-        ``synonyms`` maps each word to the other words it may be matched with as a synonym
-        (see ``synonym_words``); a function word weighs ``function_share`` in precision and
-        recall, a content word 1 - ``function_share``."""
-        stems = [lexicon.stem(w) for w in words]
-        at_word: dict[str, list[int]] = {}
-        at_stem: dict[str, list[int]] = {}
-        for position, (word, stem) in enumerate(zip(words, stems, strict=True)):
-            at_word.setdefault(word, []).append(position)
-            at_stem.setdefault(stem, []).append(position)
-        function = [w in lexicon.function_words for w in words]
-        shares = [function_share if f else 1 - function_share for f in function]
-        near = [synonyms[w] for w in words]
-        return cls(
-            words=words,
-            stems=stems,
-            synonyms=near,
-            all_synonyms=frozenset().union(*near),
-            phrases=phrases,
-            paraphrased=frozenset().union(*(reach[p] for p in phrases)),
-            at_word=at_word,
-            at_stem=at_stem,
-            function=function,
-            shares=shares,
-            total_share=sum(shares),
-        )
-
-
-def synonym_words(vocabulary: Iterable[str], lexicon: Lexicon) -> dict[str, frozenset[str]]:
-    """Each word -> the other words of ``vocabulary`` that share a WordNet synset with it,
-    from one inverted index over the words of a call (cheaper than intersecting the
-    synsets of every pair of words in every pair of sentences)."""
-    synsets = {word: lexicon.synsets(word) for word in vocabulary}
-    members: dict[str, set[str]] = {}
-    for word, found in synsets.items():
-        for synset in found:
-            members.setdefault(synset, set()).add(word)
-    return {
-        word: frozenset().union(*(members[s] for s in found)) - {word} if found else frozenset()
-        for word, found in synsets.items()
-    }
-
-
-def candidates(test: Sentence, ref: Sentence, reach: dict[int, dict[int, int]]) -> list[Candidate]:
-    """Every candidate match, with its rank among those starting at its reference token
-    (in no particular order: align sorts them).
-
-    ``reach`` maps each phrase id of both sentences to its paraphrases (see Phrases.within).
+    Sentence s holds ``words[sentence_at[s]:sentence_at[s + 1]]``, and its phrases
+    of the paraphrase table are spans ``span_at[s]:span_at[s + 1]``; a word's synonyms
+    are ``synonym_words[synonym_at[w]:synonym_at[w + 1]]``; a phrase's paraphrases
+    among the call's phrases are ``reach_target[reach_at[p]:reach_at[p + 1]]``, with
+    their table lines. Caption c is sentence ``candidate[c]`` against sentences
+    ``reference[reference_at[c]:reference_at[c + 1]]``.
     """
-    found = []
-    test_words, ref_words, ref_at_word = test.words, ref.words, ref.at_word
-    for word in test.at_word.keys() & ref_at_word.keys():
-        for i in test.at_word[word]:
-            for j in ref_at_word[word]:
-                found.append((j, (EXACT, i), i, 1, 1, EXACT))
-    for stem in test.at_stem.keys() & ref.at_stem.keys():
-        for i in test.at_stem[stem]:
-            for j in ref.at_stem[stem]:
-                if ref_words[j] != test_words[i]:
-                    found.append((j, (STEM, i), i, 1, 1, STEM))
-    if not test.all_synonyms.isdisjoint(ref_at_word):
-        for i, near in enumerate(test.synonyms):
-            for other in near.intersection(ref_at_word) if near else ():
-                for j in ref_at_word[other]:
-                    found.append((j, (SYNONYM, i), i, 1, 1, SYNONYM))
-    for (rs, rl), (ts, tl), line in _paraphrase_pairs(ref, test, reach):
-        found.append((rs, (PARAPHRASE, 0, rl, line, ts, tl), ts, tl, rl, PARAPHRASE))
-    for (ts, tl), (rs, rl), line in _paraphrase_pairs(test, ref, reach):
-        found.append((rs, (PARAPHRASE, 1, ts, tl, line), ts, tl, rl, PARAPHRASE))
-    return found
+
+    sentence_at: np.ndarray
+    words: np.ndarray
+    stems: np.ndarray  # per word id
+    function: np.ndarray  # per word id: a function word
+    synonym_at: np.ndarray
+    synonym_words: np.ndarray
+    span_at: np.ndarray
+    span_start: np.ndarray
+    span_length: np.ndarray
+    span_phrase: np.ndarray  # the call's own phrase numbers, 0..phrases - 1
+    reach_at: np.ndarray
+    reach_target: np.ndarray
+    reach_line: np.ndarray
+    table_lines: int
+    max_words: int
+    candidate: np.ndarray
+    reference_at: np.ndarray
+    reference: np.ndarray
 
 
-def _paraphrase_pairs(
-    source: Sentence, target: Sentence, reach: dict[int, dict[int, int]]
-) -> Iterator[tuple[tuple[int, int], tuple[int, int], int]]:
-    """(source span, target span, table line) of each pair found by looking ``source``'s
-    phrases up in the table; each direction's candidates rank differently."""
-    if source.paraphrased.isdisjoint(target.phrases):
-        return  # most pairs of sentences: no phrase of one paraphrases one of the other
-    target_ids = target.phrases.keys()
-    for source_id, source_spans in source.phrases.items():
-        listed = reach[source_id]
-        for target_id in listed.keys() & target_ids if listed else ():
-            line = listed[target_id]
-            for source_span in source_spans:
-                for target_span in target.phrases[target_id]:
-                    yield source_span, target_span, line
+@compiled
+def find_spans(
+    sentence_at: np.ndarray,
+    words: np.ndarray,
+    word_hashes: np.ndarray,
+    keys: np.ndarray,
+    kinds: np.ndarray,
+    buckets: np.ndarray,
+    max_words: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Each sentence's spans that are phrases of the paraphrase table: (span_at, start,
+    length, key), hashing each n-gram from the one a word shorter and stopping where no
+    phrase of the table starts with it."""
+    count = len(sentence_at) - 1
+    span_at = np.zeros(count + 1, np.int64)
+    found = np.empty((max(16, 4 * len(words)), 3), np.int64)
+    n = 0
+    for s in range(count):
+        end = sentence_at[s + 1]
+        for start in range(sentence_at[s], end):
+            state = FOLD_START
+            for length in range(1, min(max_words, end - start) + 1):
+                state = fold(state, word_hashes[words[start + length - 1]])
+                top = state >> BUCKET_SHIFT
+                low, high = buckets[top], buckets[top + 1]
+                at = low + np.searchsorted(keys[low:high], state)
+                if at == high or keys[at] != state:
+                    break
+                if kinds[at] & PHRASE:
+                    found = _room(found, n)
+                    found[n, 0], found[n, 1], found[n, 2] = start - sentence_at[s], length, at
+                    n += 1
+                if not kinds[at] & PREFIX:
+                    break
+        span_at[s + 1] = n
+    return span_at, found[:n, 0].copy(), found[:n, 1].copy(), found[:n, 2].copy()
 
 
-def align(test_len: int, ref_len: int, found: list[Candidate]) -> list[Match]:
-    """The jar's alignment of one candidate with one reference (see the module docstring)."""
-    found.sort()
-    test_cover = [0] * test_len
-    ref_cover = [0] * ref_len
-    for j, _, i, tl, rl, _ in found:
-        for k in range(i, i + tl):
-            test_cover[k] += 1
-        for k in range(j, j + rl):
-            ref_cover[k] += 1
-    unique = [
-        test_cover[i] == 1 and ref_cover[j] == 1
-        if tl == rl == 1  # most candidates: one word each side
-        else all(c == 1 for c in test_cover[i : i + tl])
-        and all(c == 1 for c in ref_cover[j : j + rl])
-        for j, _, i, tl, rl, _ in found
-    ]
-    if all(unique):  # nothing to choose: every candidate is fixed
-        return [Match(i, tl, j, rl, module) for j, _, i, tl, rl, module in found]
-    # Per reference start: (candidate, test mask, ref mask, credit as rank, test start,
-    # test end, distance, fixed).
-    options: dict[int, list[tuple]] = {}
-    for candidate, is_unique in zip(found, unique, strict=True):
-        j, _, i, tl, rl, module = candidate
-        credit = 2 if module == EXACT else tl // 2 + rl // 2
-        options.setdefault(j, []).append(
-            (candidate, ((1 << tl) - 1) << i, ((1 << rl) - 1) << j, credit * CREDIT, i, i + tl,
-             abs(j - i), is_unique)
-        )  # fmt: skip
-    # A partial alignment: (rank, test mask, ref mask, end of its open chunk in the test
-    # or -1, (last match, the partial's earlier link)).
-    paths: list[tuple] = [(0, 0, 0, -1, None)]
-    all_closed = True  # no partial has an open chunk
+@compiled
+def _room(rows: np.ndarray, used: int) -> np.ndarray:
+    """``rows``, doubled when full."""
+    if used < rows.shape[0]:
+        return rows
+    bigger = np.empty((2 * rows.shape[0], rows.shape[1]), rows.dtype)
+    bigger[:used] = rows
+    return bigger
+
+
+@compiled
+def _put(rows: np.ndarray, n: int, a: int, b: int, c: int, d: int, e: int, f: int, g: int):
+    """``rows`` (doubled when full) with row ``n`` set to the seven values."""
+    rows = _room(rows, n)
+    rows[n, 0], rows[n, 1], rows[n, 2], rows[n, 3] = a, b, c, d
+    rows[n, 4], rows[n, 5], rows[n, 6] = e, f, g
+    return rows
+
+
+@compiled
+def _heads(keys: np.ndarray, heads: np.ndarray, after: np.ndarray) -> None:
+    """Chains the positions of each key: ``heads[key]`` is the last, ``after[pos]`` the one
+    before (-1 ends a chain). ``heads`` must be all -1 for these keys beforehand."""
+    for position in range(len(keys)):
+        after[position] = heads[keys[position]]
+        heads[keys[position]] = position
+
+
+@compiled
+def _clear(keys: np.ndarray, heads: np.ndarray) -> None:
+    for key in keys:
+        heads[key] = -1
+
+
+@compiled
+def candidates(batch: Batch, test: int, ref: int, scratch: tuple) -> np.ndarray:
+    """[matches, 5]: (reference start, candidate start, candidate length, reference length,
+    module) of every candidate match of sentences ``test`` and ``ref``, in rank order
+    (see the module docstring). ``scratch`` holds all -1 chain heads (see scratch_for)."""
+    word_heads, stem_heads, test_phrase_heads, ref_phrase_heads = scratch
+    t0, t1 = batch.sentence_at[test], batch.sentence_at[test + 1]
+    r0, r1 = batch.sentence_at[ref], batch.sentence_at[ref + 1]
+    test_words, ref_words = batch.words[t0:t1], batch.words[r0:r1]
+    ref_stems = batch.stems[ref_words]
+    ts0, ts1 = batch.span_at[test], batch.span_at[test + 1]
+    rs0, rs1 = batch.span_at[ref], batch.span_at[ref + 1]
+    test_phrases, ref_phrases = batch.span_phrase[ts0:ts1], batch.span_phrase[rs0:rs1]
+    after_word = np.empty(len(ref_words), np.int64)
+    after_stem = np.empty(len(ref_words), np.int64)
+    after_test_span = np.empty(len(test_phrases), np.int64)
+    after_ref_span = np.empty(len(ref_phrases), np.int64)
+    _heads(ref_words, word_heads, after_word)
+    _heads(ref_stems, stem_heads, after_stem)
+    _heads(test_phrases, test_phrase_heads, after_test_span)
+    _heads(ref_phrases, ref_phrase_heads, after_ref_span)
+    # (rank key, rank key within, reference start, candidate start, lengths, module)
+    rows = np.empty((max(16, 2 * len(test_words)), 7), np.int64)
+    n = 0
+    for i in range(len(test_words)):
+        word = test_words[i]
+        j = word_heads[word]
+        while j >= 0:
+            rows = _put(rows, n, (j * 4 + EXACT) * 2, i, j, i, 1, 1, EXACT)
+            n += 1
+            j = after_word[j]
+        j = stem_heads[batch.stems[word]]
+        while j >= 0:
+            if ref_words[j] != word:
+                rows = _put(rows, n, (j * 4 + STEM) * 2, i, j, i, 1, 1, STEM)
+                n += 1
+            j = after_stem[j]
+        for k in range(batch.synonym_at[word], batch.synonym_at[word + 1]):
+            j = word_heads[batch.synonym_words[k]]
+            while j >= 0:
+                rows = _put(rows, n, (j * 4 + SYNONYM) * 2, i, j, i, 1, 1, SYNONYM)
+                n += 1
+                j = after_word[j]
+    lines, lengths, test_len = batch.table_lines, batch.max_words + 1, len(test_words) + 1
+    # The reference's phrases looked up, then the candidate's (two candidates where a pair
+    # is listed both ways).
+    for direction in range(2):
+        sources = ref_phrases if direction == 0 else test_phrases
+        source_at = rs0 if direction == 0 else ts0
+        target_heads = test_phrase_heads if direction == 0 else ref_phrase_heads
+        target_after = after_test_span if direction == 0 else after_ref_span
+        target_at = ts0 if direction == 0 else rs0
+        for a in range(len(sources)):
+            phrase = sources[a]
+            for k in range(batch.reach_at[phrase], batch.reach_at[phrase + 1]):
+                line = batch.reach_line[k]
+                b = target_heads[batch.reach_target[k]]
+                while b >= 0:
+                    start_a = batch.span_start[source_at + a]
+                    length_a = batch.span_length[source_at + a]
+                    start_b = batch.span_start[target_at + b]
+                    length_b = batch.span_length[target_at + b]
+                    if direction == 0:
+                        j, rl, i, tl = start_a, length_a, start_b, length_b
+                        within = ((rl * lines + line) * test_len + i) * lengths + tl
+                    else:
+                        i, tl, j, rl = start_a, length_a, start_b, length_b
+                        within = (i * lengths + tl) * lines + line
+                    key = (j * 4 + PARAPHRASE) * 2 + direction
+                    rows = _put(rows, n, key, within, j, i, tl, rl, PARAPHRASE)
+                    n += 1
+                    b = target_after[b]
+    _clear(ref_words, word_heads)
+    _clear(ref_stems, stem_heads)
+    _clear(test_phrases, test_phrase_heads)
+    _clear(ref_phrases, ref_phrase_heads)
+    rows = rows[:n]
+    order = np.argsort(rows[:, 1], kind="mergesort")
+    order = order[np.argsort(rows[order, 0], kind="mergesort")]
+    return rows[order, 2:]
+
+
+@compiled
+def _ranked(credit: np.ndarray, rank: np.ndarray, count: int) -> np.ndarray:
+    """The first ``count`` partials in the beam's order: credit high first, then the
+    chunks-and-distance rank low first, stably."""
+    order = np.argsort(rank[:count], kind="mergesort")
+    return order[np.argsort(-credit[order], kind="mergesort")]
+
+
+@compiled
+def _free(mask: np.ndarray, start: int, length: int) -> bool:
+    for k in range(start, start + length):
+        if mask[k >> 6] >> np.uint64(k & 63) & np.uint64(1):
+            return False
+    return True
+
+
+@compiled
+def align(test_len: int, ref_len: int, found: np.ndarray) -> np.ndarray:
+    """The jar's alignment of one candidate with one reference: the rows of ``found``
+    (from ``candidates``) it keeps, in reference order (see the module docstring)."""
+    count = found.shape[0]
+    test_cover = np.zeros(test_len, np.int64)
+    ref_cover = np.zeros(ref_len, np.int64)
+    for c in range(count):
+        j, i, tl, rl = found[c, 0], found[c, 1], found[c, 2], found[c, 3]
+        test_cover[i : i + tl] += 1
+        ref_cover[j : j + rl] += 1
+    fixed = np.empty(count, np.bool_)
+    for c in range(count):
+        j, i, tl, rl = found[c, 0], found[c, 1], found[c, 2], found[c, 3]
+        fixed[c] = np.all(test_cover[i : i + tl] == 1) and np.all(ref_cover[j : j + rl] == 1)
+    if fixed.all():  # nothing to choose: every candidate is taken
+        return np.arange(count)
+    group = np.searchsorted(found[:, 0], np.arange(ref_len + 1))  # candidates by ref start
+    widest = np.max(group[1:] - group[:-1])
+    room = BEAM_SIZE * (widest + 1)
+    words = (test_len + 63) >> 6
+    # Partials: credit, chunks-and-distance rank, end of the last match in the reference,
+    # end of the open chunk in the candidate (-1: none), last link, candidate words used.
+    credit, rank = np.zeros(room, np.int64), np.zeros(room, np.int64)
+    ref_end, open_end = np.zeros(room, np.int64), np.full(room, -1, np.int64)
+    link, mask = np.full(room, -1, np.int64), np.zeros((room, words), np.uint64)
+    new_credit, new_rank = np.empty(room, np.int64), np.empty(room, np.int64)
+    new_ref_end, new_open_end = np.empty(room, np.int64), np.empty(room, np.int64)
+    new_link, new_mask = np.empty(room, np.int64), np.empty((room, words), np.uint64)
+    # Links: (candidate taken, the link before it), shared by the partials.
+    links = np.empty((max(16, 4 * count), 2), np.int64)
+    linked = 0
+    paths, all_closed = 1, True
     for p in range(ref_len):
-        here = options.get(p, ())
-        if not here and all_closed:
+        first, last = group[p], group[p + 1]
+        if first == last and all_closed:
             continue  # nothing changes at p; the next sort and cut do what these would
-        if len(paths) > 1:
-            paths.sort(key=_rank)
-            del paths[BEAM_SIZE:]
-        bit = 1 << p
-        if not here:  # each partial goes on, closing its open chunk unless it covers p
-            paths = [
-                path if path[2] & bit or path[3] < 0 else (path[0] + CHUNK, *path[1:3], -1, path[4])
-                for path in paths
-            ]
-            all_closed = not ref_cover[p]  # no candidate covers p, so none goes on open
+        if paths > 1:
+            order = _ranked(credit, rank, paths)[:BEAM_SIZE]
+            paths = len(order)
+            credit[:paths], rank[:paths] = credit[order], rank[order]
+            ref_end[:paths], open_end[:paths] = ref_end[order], open_end[order]
+            link[:paths], mask[:paths] = link[order], mask[order]
+        if first == last:  # each partial goes on, closing its open chunk unless it covers p
+            for k in range(paths):
+                if ref_end[k] <= p and open_end[k] >= 0:
+                    rank[k] += CHUNK
+                    open_end[k] = -1
+            all_closed = ref_cover[p] == 0  # no candidate covers p, so none goes on open
             continue
         all_closed = False
-        fixed = here[0] if len(here) == 1 and here[0][7] else None
-        grown = []
-        for path in paths:
-            rank, tmask, rmask, open_end, link = path
-            if rmask & bit:
-                grown.append(path)
-            elif fixed is not None:
-                candidate, tm, rm, gain, start, end, shift, _ = fixed
-                grown.append(
-                    (rank - gain + CHUNK * (0 <= open_end != start) + shift, tmask | tm,
-                     rmask | rm, end, (candidate, link))
-                )  # fmt: skip
+        only = first if last - first == 1 and fixed[first] else -1
+        grown = 0
+        for k in range(paths):
+            if ref_end[k] > p:  # a match taken earlier covers p
+                branches = np.arange(0)
+                skip = True
+            elif only >= 0:
+                branches = np.arange(only, only + 1)
+                skip = False
             else:
-                for candidate, tm, rm, gain, start, end, shift, _ in here:
-                    if tmask & tm or rmask & rm:
-                        continue
-                    grown.append(
-                        (rank - gain + CHUNK * (0 <= open_end != start), tmask | tm,
-                         rmask | rm, end, (candidate, link))
-                    )  # fmt: skip
-                    rank += shift
-                grown.append((rank + CHUNK * (open_end >= 0), tmask, rmask, -1, link))
+                branches = np.arange(first, last)
+                skip = True
+            distance = rank[k]
+            for c in branches:
+                j, i, tl, rl, module = found[c, 0], found[c, 1], found[c, 2], found[c, 3], found[c, 4]
+                if not _free(mask[k], i, tl):
+                    continue
+                links = _room(links, linked)
+                links[linked, 0], links[linked, 1] = c, link[k]
+                new_credit[grown] = credit[k] + (2 if module == EXACT else tl // 2 + rl // 2)
+                opens = open_end[k] >= 0 and open_end[k] != i  # a new chunk starts here
+                new_rank[grown] = distance + CHUNK * opens
+                new_ref_end[grown], new_open_end[grown] = j + rl, i + tl
+                new_link[grown] = linked
+                new_mask[grown] = mask[k]
+                for w in range(i, i + tl):
+                    new_mask[grown, w >> 6] |= np.uint64(1) << np.uint64(w & 63)
+                linked += 1
+                distance += abs(j - i)
+                if only >= 0:  # a fixed match carries its own distance
+                    new_rank[grown] = distance + CHUNK * opens
+                grown += 1
+            if skip:  # the partial that takes nothing at p (or goes on over it)
+                covered = ref_end[k] > p
+                new_credit[grown] = credit[k]
+                new_rank[grown] = distance + CHUNK * (not covered and open_end[k] >= 0)
+                new_ref_end[grown] = ref_end[k]
+                new_open_end[grown] = open_end[k] if covered else -1
+                new_link[grown], new_mask[grown] = link[k], mask[k]
+                grown += 1
+        credit, new_credit = new_credit, credit
+        rank, new_rank = new_rank, rank
+        ref_end, new_ref_end = new_ref_end, ref_end
+        open_end, new_open_end = new_open_end, open_end
+        link, new_link = new_link, link
+        mask, new_mask = new_mask, mask
         paths = grown
-    paths.sort(key=_rank)
-    del paths[BEAM_SIZE:]
+    order = _ranked(credit, rank, paths)[:BEAM_SIZE]
     # At p = L every open chunk closes; the final ranking has no further key.
-    link = min(paths, key=lambda path: path[0] + CHUNK * (path[3] >= 0))[4]
-    matches = []
-    while link is not None:
-        (j, _, i, tl, rl, module), link = link
-        matches.append(Match(i, tl, j, rl, module))
-    return matches[::-1]
-
-
-def longest_chunk(found: Sequence[Candidate]) -> float:
-    """The most matched words (the mean of both sides) that one chunk of any alignment
-    built from ``found`` can hold: the heaviest chain of candidates each starting where
-    the one before ends, in both sentences."""
-    heaviest: dict[tuple[int, int], float] = {}  # from each (test, reference) start
-    for j, _, i, tl, rl, _ in sorted(found, key=_test_start, reverse=True):
-        size = (tl + rl) / 2 + heaviest.get((i + tl, j + rl), 0.0)
-        if size > heaviest.get((i, j), 0.0):
-            heaviest[i, j] = size
-    return max(heaviest.values(), default=0.0)
-
-
-_test_start = operator.itemgetter(2)
-
-
-# A partial's rank is one integer ordered as (-credit, chunks, distance), cheaper to sort
-# by than a tuple: chunks and distance stay far below CHUNK (2**32).
-CHUNK = 1 << 32
-CREDIT = CHUNK * CHUNK
-_rank = operator.itemgetter(0)
-
-
-def chunk_count(matches: Sequence[Match]) -> int:
-    """Runs of matches contiguous and in the same order in both sentences."""
-    count, previous = 0, None
-    for m in sorted(matches, key=lambda m: m.test):
-        if previous is None or (m.test, m.ref) != (
-            previous.test + previous.test_len,
-            previous.ref + previous.ref_len,
+    best = order[0]
+    for k in order:
+        closed = rank[k] + CHUNK * (open_end[k] >= 0)
+        if credit[k] > credit[best] or (
+            credit[k] == credit[best] and closed < rank[best] + CHUNK * (open_end[best] >= 0)
         ):
-            count += 1
-        previous = m
-    return count
+            best = k
+    taken = []
+    at = link[best]
+    while at >= 0:
+        taken.append(links[at, 0])
+        at = links[at, 1]
+    return np.array(taken[::-1], np.int64)
 
 
-def statistics(test: Sentence, ref: Sentence, matches: Sequence[Match]) -> tuple[int, ...]:
+@compiled
+def statistics(batch: Batch, test: int, ref: int, found: np.ndarray, taken: np.ndarray) -> np.ndarray:
     """The jar's sufficient statistics of one (candidate, reference) alignment.
 
     Test length, reference length, their function-word counts, then per module
     (test content, reference content, test function, reference function)
     matched words, then chunks, matched test words and matched reference words.
     """
-    per_module = [0] * (4 * MODULE_COUNT)
-    test_matched = ref_matched = 0
-    for m in matches:
-        test_function = sum(test.function[m.test : m.test + m.test_len])
-        ref_function = sum(ref.function[m.ref : m.ref + m.ref_len])
-        at = 4 * m.module
-        per_module[at] += m.test_len - test_function
-        per_module[at + 1] += m.ref_len - ref_function
-        per_module[at + 2] += test_function
-        per_module[at + 3] += ref_function
-        test_matched += m.test_len
-        ref_matched += m.ref_len
+    t0, t1 = batch.sentence_at[test], batch.sentence_at[test + 1]
+    r0, r1 = batch.sentence_at[ref], batch.sentence_at[ref + 1]
+    test_function = batch.function[batch.words[t0:t1]]
+    ref_function = batch.function[batch.words[r0:r1]]
+    out = np.zeros(STATISTICS, np.int64)
+    out[0], out[1] = t1 - t0, r1 - r0
+    out[2], out[3] = test_function.sum(), ref_function.sum()
+    for c in taken:
+        j, i, tl, rl, module = found[c, 0], found[c, 1], found[c, 2], found[c, 3], found[c, 4]
+        tf, rf = test_function[i : i + tl].sum(), ref_function[j : j + rl].sum()
+        at = 4 + 4 * module
+        out[at] += tl - tf
+        out[at + 1] += rl - rf
+        out[at + 2] += tf
+        out[at + 3] += rf
+        out[CHUNKS + 1] += tl
+        out[CHUNKS + 2] += rl
+    # Chunks: runs of matches contiguous and in the same order in both sentences.
+    by_test = taken[np.argsort(found[taken, 1])]
+    test_end = ref_end = -1
+    for c in by_test:
+        if found[c, 1] != test_end or found[c, 0] != ref_end:
+            out[CHUNKS] += 1
+        test_end, ref_end = found[c, 1] + found[c, 2], found[c, 0] + found[c, 3]
+    return out
+
+
+@compiled
+def unfragmented(stats: np.ndarray) -> bool:
+    """Both sentences matched word for word in one chunk: no fragmentation penalty."""
+    return stats[CHUNKS + 1] == stats[0] and stats[CHUNKS + 2] == stats[1] and stats[CHUNKS] == 1
+
+
+@compiled
+def score(stats: np.ndarray) -> float:
+    """METEOR from the 23 statistics (one caption's or a corpus sum), in the jar's own
+    floating-point operations and order, so that a tie between references breaks as it
+    breaks there: the weighted matches summed module by module, content then function
+    words; Fmean as 1 / ((1 - alpha) / P + alpha / R)."""
+    test_len, ref_len, test_func, ref_func = stats[0], stats[1], stats[2], stats[3]
+    test_num = ref_num = 0.0
+    for module in range(MODULE_COUNT):
+        weight, at = MODULE_WEIGHTS[module], 4 + 4 * module
+        test_num += weight * DELTA * stats[at]
+        test_num += weight * (1 - DELTA) * stats[at + 2]
+        ref_num += weight * DELTA * stats[at + 1]
+        ref_num += weight * (1 - DELTA) * stats[at + 3]
+    test_den = DELTA * (test_len - test_func) + (1 - DELTA) * test_func
+    ref_den = DELTA * (ref_len - ref_func) + (1 - DELTA) * ref_func
+    precision = test_num / test_den if test_den > 0 else 0.0
+    recall = ref_num / ref_den if ref_den > 0 else 0.0
+    if precision <= 0 or recall <= 0:
+        return 0.0
+    fmean = 1.0 / ((1 - ALPHA) / precision + ALPHA / recall)
+    matched = (stats[CHUNKS + 1] + stats[CHUNKS + 2]) / 2.0
+    fragmentation = 0.0 if unfragmented(stats) else stats[CHUNKS] / matched
+    return max(0.0, fmean * (1 - GAMMA * fragmentation**BETA))
+
+
+@compiled
+def scratch_for(batch: Batch) -> tuple:
+    """The chain heads ``candidates`` needs, all -1: words, stems, and phrases twice."""
+    vocabulary = len(batch.stems)
+    stems = batch.stems.max() + 1 if vocabulary else 0
+    phrases = len(batch.reach_at) - 1
     return (
-        len(test.words),
-        len(ref.words),
-        sum(test.function),
-        sum(ref.function),
-        *per_module,
-        chunk_count(matches),
-        test_matched,
-        ref_matched,
+        np.full(vocabulary, -1, np.int64),
+        np.full(stems, -1, np.int64),
+        np.full(phrases, -1, np.int64),
+        np.full(phrases, -1, np.int64),
     )
+
+
+@compiled
+def caption_statistics(batch: Batch, first: int, last: int) -> np.ndarray:
+    """[captions, 23]: for captions first..last - 1, the statistics of the reference that
+    scores highest (the first one on an exact tie of the jar's arithmetic)."""
+    scratch = scratch_for(batch)
+    out = np.zeros((last - first, STATISTICS), np.int64)
+    for c in range(first, last):
+        test = batch.candidate[c]
+        test_len = batch.sentence_at[test + 1] - batch.sentence_at[test]
+        best_score = -1.0
+        for k in range(batch.reference_at[c], batch.reference_at[c + 1]):
+            ref = batch.reference[k]
+            found = candidates(batch, test, ref, scratch)
+            ref_len = batch.sentence_at[ref + 1] - batch.sentence_at[ref]
+            stats = statistics(batch, test, ref, found, align(test_len, ref_len, found))
+            value = score(stats)
+            if value > best_score:
+                best_score = value
+                out[c - first] = stats
+    return out

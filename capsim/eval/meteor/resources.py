@@ -6,6 +6,11 @@ table from ``data/paraphrase-en.gz``, both beside pycocoevalcap's
 ``meteor.py``. The paraphrase table (5.3M pairs) is turned once into a
 compact index of 64-bit phrase hashes under the cache directory, keyed by
 the source's size, mtime and sha256, and kept in-process after the first load.
+
+A phrase's hash folds its words' hashes left to right (``fold``), so the compiled
+matcher hashes every n-gram of a sentence incrementally, one word at a time, and
+stops extending an n-gram as soon as no phrase of the table starts with it: the
+index also holds the hash of every proper prefix of a phrase.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import warnings
 import zipfile
 from pathlib import Path
 
+import numba
 import numpy as np
 
 from capsim.cache import cache_dir
@@ -30,8 +36,14 @@ from capsim.eval.meteor.normalize import parse_prefixes
 INSTALL_HINT = "pip install pycocoevalcap==1.2  (the [baselines] extra of this repo)"
 JAR_NAME = "meteor-1.5.jar"
 PARAPHRASE_NAME = "paraphrase-en.gz"
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 _HASH_BYTES = 8
+# What a key of the index is: a phrase of the table, a proper prefix of one, or both.
+PHRASE, PREFIX = np.uint8(1), np.uint8(2)
+FOLD_START = np.uint64(0x9E3779B97F4A7C15)
+_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
+BUCKET_SHIFT = np.uint64(48)  # keys are found by their top 16 bits first, then bisected
 
 
 class MeteorResourceError(RuntimeError):
@@ -59,43 +71,86 @@ def locate_files() -> MeteorFiles:
     return files
 
 
+def word_hash(word: str) -> int:
+    """A stable 64-bit hash of one token (Python's hash() changes per process)."""
+    return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=_HASH_BYTES).digest(), "little")
+
+
+@numba.njit(cache=True, nogil=True)
+def fold(state: np.uint64, word: np.uint64) -> np.uint64:
+    """The hash of a phrase extended by one word: splitmix64's mix of the sum."""
+    z = state + word
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    return z ^ (z >> _S31)
+
+
+@numba.njit(cache=True, nogil=True)
+def _prefix_hashes(word_hashes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """[phrases, max words]: the hash of each phrase's first k + 1 words (0 past its end)."""
+    out = np.zeros(word_hashes.shape, np.uint64)
+    for row in range(word_hashes.shape[0]):
+        state = FOLD_START
+        for k in range(lengths[row]):
+            state = fold(state, word_hashes[row, k])
+            out[row, k] = state
+    return out
+
+
 def phrase_hashes(phrases: list[str]) -> np.ndarray:
-    """Stable 64-bit hashes of token strings (Python's hash() changes per process)."""
-    digest = hashlib.blake2b
-    return np.array(
-        [
-            int.from_bytes(digest(p.encode(), digest_size=_HASH_BYTES).digest(), "little")
-            for p in phrases
-        ],
-        dtype=np.uint64,
-    )
+    """Each phrase's hash, the fold of its space-separated words' hashes."""
+    prefixes, lengths = _hashes_of(phrases)
+    return prefixes[np.arange(len(phrases)), lengths - 1]
+
+
+def _hashes_of(phrases: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The prefix hashes of ``phrases`` (see _prefix_hashes) and their word counts."""
+    split = [phrase.split(" ") for phrase in phrases]
+    lengths = np.fromiter(map(len, split), np.int64, len(split))
+    hashes = {w: word_hash(w) for w in {w for words in split for w in words}}
+    matrix = np.zeros((len(split), int(lengths.max(initial=1))), np.uint64)
+    for row, words in enumerate(split):
+        matrix[row, : len(words)] = [hashes[w] for w in words]
+    return _prefix_hashes(matrix, lengths), lengths
 
 
 @dataclasses.dataclass(frozen=True)
 class ParaphraseIndex:
-    """The paraphrase table as sorted hashes: phrase i is the i-th smallest hash.
+    """The paraphrase table as sorted hashes: phrase i is the i-th smallest key.
 
-    ``pairs`` holds ``source * len(hashes) + target`` for every (source ->
-    target) line of the table, sorted, so a phrase's paraphrases are one
-    contiguous slice; ``lines`` holds each pair's position in the table, which
-    is the order in which the jar tries a phrase's paraphrases.
+    ``keys`` holds the hash of every phrase and of every proper prefix of one, and
+    ``kinds`` says which each is (PHRASE, PREFIX or both). ``pairs`` holds
+    ``source * len(keys) + target`` for every (source -> target) line of the table,
+    sorted, so a phrase's paraphrases are one contiguous slice; ``lines`` holds each
+    pair's position in the table, which is the order in which the jar tries a
+    phrase's paraphrases; ``table_lines`` is one more than the last line.
+    ``buckets[b]`` is the first key whose top 16 bits are b.
     """
 
-    hashes: np.ndarray
+    keys: np.ndarray
+    kinds: np.ndarray
     pairs: np.ndarray
     lines: np.ndarray
     max_words: int
+    buckets: np.ndarray = dataclasses.field(init=False, repr=False)
+    table_lines: int = dataclasses.field(init=False)
 
-    def ids(self, phrase_hashes_: np.ndarray) -> np.ndarray:
-        """Index of each hash among the table's phrases, -1 where absent."""
-        found = np.searchsorted(self.hashes, phrase_hashes_)
-        found = np.minimum(found, len(self.hashes) - 1)
-        return np.where(self.hashes[found] == phrase_hashes_, found, -1)
+    def __post_init__(self) -> None:
+        tops = np.arange(1 << 16, dtype=np.uint64) << BUCKET_SHIFT
+        starts = np.searchsorted(self.keys, tops)
+        object.__setattr__(self, "buckets", np.append(starts, len(self.keys)).astype(np.int64))
+        object.__setattr__(self, "table_lines", int(self.lines.max()) + 1 if len(self.lines) else 0)
+
+    def ids(self, hashes: np.ndarray) -> np.ndarray:
+        """Index of each phrase hash among the keys, -1 where it is no phrase of the table."""
+        found = np.minimum(np.searchsorted(self.keys, hashes), len(self.keys) - 1)
+        listed = (self.keys[found] == hashes) & (self.kinds[found] & PHRASE > 0)
+        return np.where(listed, found, -1)
 
     def links(self, phrases: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(source, target, table line) of every listed pair among phrase ids ``phrases``."""
         phrases = np.unique(phrases).astype(np.uint64)
-        size = np.uint64(len(self.hashes))
+        size = np.uint64(len(self.keys))
         starts = np.searchsorted(self.pairs, phrases * size)
         stops = np.searchsorted(self.pairs, (phrases + np.uint64(1)) * size)
         counts = stops - starts
@@ -123,22 +178,25 @@ def _build_index(source: Path) -> ParaphraseIndex:
     number = lambda phrase: first_seen.setdefault(phrase, len(first_seen))  # noqa: E731
     src = np.fromiter(map(number, lines[1 : 3 * count : 3]), np.int64, count)
     tgt = np.fromiter(map(number, lines[2 : 3 * count : 3]), np.int64, count)
-    phrases = list(first_seen)
-    hashes = phrase_hashes(phrases)
-    order = np.argsort(hashes, kind="stable")
-    if np.any(np.diff(hashes[order]) == 0):
+    prefixes, lengths = _hashes_of(list(first_seen))
+    phrases = prefixes[np.arange(len(lengths)), lengths - 1]
+    if len(np.unique(phrases)) < len(phrases):
         raise MeteorResourceError(f"64-bit hash collision among the phrases of {source}")
-    rank = np.empty(len(phrases), dtype=np.uint64)
-    rank[order] = np.arange(len(phrases), dtype=np.uint64)
-    keys = rank[src] * np.uint64(len(phrases)) + rank[tgt]
-    kept, first = np.unique(keys, return_index=True)  # a pair listed twice keeps its first line
-    max_words = max(p.count(" ") + 1 for p in phrases)
-    return ParaphraseIndex(hashes[order], kept, first.astype(np.uint32), max_words)
+    proper = prefixes[np.arange(prefixes.shape[1]) < lengths[:, None] - 1]
+    keys = np.unique(np.concatenate([phrases, proper]))
+    kinds = np.zeros(len(keys), np.uint8)
+    kinds[np.searchsorted(keys, phrases)] |= PHRASE
+    kinds[np.searchsorted(keys, proper)] |= PREFIX
+    rank = np.searchsorted(keys, phrases).astype(np.uint64)
+    keys_pairs = rank[src] * np.uint64(len(keys)) + rank[tgt]
+    kept, first = np.unique(keys_pairs, return_index=True)  # a pair listed twice keeps its first
+    return ParaphraseIndex(keys, kinds, kept, first.astype(np.uint32), int(lengths.max()))
 
 
-def _index_paths(folder: Path) -> tuple[Path, Path, Path, Path]:
+def _index_paths(folder: Path) -> tuple[Path, Path, Path, Path, Path]:
     names = (
-        "paraphrase-hashes.npy",
+        "paraphrase-keys.npy",
+        "paraphrase-kinds.npy",
         "paraphrase-pairs.npy",
         "paraphrase-lines.npy",
         "paraphrase.json",
@@ -150,7 +208,7 @@ def _index_paths(folder: Path) -> tuple[Path, Path, Path, Path]:
 def paraphrase_index(source: Path) -> ParaphraseIndex:
     """The cached index of ``source``, rebuilt when the source file changed."""
     folder = cache_dir() / f"meteor-v{INDEX_VERSION}"
-    hashes_path, pairs_path, lines_path, manifest_path = _index_paths(folder)
+    *arrays, manifest_path = _index_paths(folder)
     stat = source.stat()
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
     fresh = manifest.get("size") == stat.st_size and manifest.get("mtime_ns") == stat.st_mtime_ns
@@ -160,12 +218,9 @@ def paraphrase_index(source: Path) -> ParaphraseIndex:
             manifest_path.write_text(
                 json.dumps({**manifest, "size": stat.st_size, "mtime_ns": stat.st_mtime_ns})
             )
-    if fresh and all(p.is_file() for p in (hashes_path, pairs_path, lines_path)):
+    if fresh and all(p.is_file() for p in arrays):
         return ParaphraseIndex(
-            np.load(hashes_path, mmap_mode="r"),
-            np.load(pairs_path, mmap_mode="r"),
-            np.load(lines_path, mmap_mode="r"),
-            int(manifest["max_words"]),
+            *(np.load(p, mmap_mode="r") for p in arrays), int(manifest["max_words"])
         )
     index = _build_index(source)
     try:
@@ -177,9 +232,9 @@ def paraphrase_index(source: Path) -> ParaphraseIndex:
 
 def _save_index(index: ParaphraseIndex, folder: Path, source: Path, stat: os.stat_result) -> None:
     """Writes the index and its manifest, each file atomically (concurrent builders are safe)."""
-    hashes_path, pairs_path, lines_path, manifest_path = _index_paths(folder)
+    *arrays, manifest_path = _index_paths(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    saved = ((hashes_path, index.hashes), (pairs_path, index.pairs), (lines_path, index.lines))
+    saved = zip(arrays, (index.keys, index.kinds, index.pairs, index.lines), strict=True)
     for path, array in saved:
         partial = path.with_suffix(f".{os.getpid()}.npy")
         np.save(partial, array)

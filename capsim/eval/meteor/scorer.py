@@ -11,14 +11,16 @@ jar's ``EVAL`` does; it is not the mean of the per-caption scores.
 pycocoevalcap removes ``|||`` from a candidate before sending it, and so does
 this class; a reference holding ``|||`` or any caption holding a line break
 would corrupt the jar's line protocol, so they are refused with the id.
+
+The words, stems, synonyms and phrases of a call are looked up here, in Python,
+once per distinct caption and word; the matchers, the alignment search and the
+scores run compiled (capsim.eval.meteor.matching), in threads beside the caller.
 """
 
 from __future__ import annotations
 
-import contextlib
+import concurrent.futures
 import functools
-import gc
-import operator
 import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
@@ -26,17 +28,14 @@ from pathlib import Path
 import numpy as np
 
 from capsim.errors import CaptionError
-from capsim.eval.meteor import lexicon, matching, resources, workers
+from capsim.eval.meteor import lexicon, matching, resources
+from capsim.eval.meteor.matching import CHUNKS
 from capsim.eval.meteor.normalize import normalize
 
-# METEOR 1.5's English "rank" task (the jar prints them as Parameters/Weights).
-ALPHA, BETA, GAMMA, DELTA = 0.85, 0.2, 0.6, 0.75
-MODULE_WEIGHTS = (1.0, 0.6, 0.8, 0.6)  # exact, stem, synonym, paraphrase
 FIELD_SEPARATOR = "|||"  # METEOR's stdio protocol separator
-CHUNKS = 4 + 4 * matching.MODULE_COUNT  # position of the chunk count in the statistics
-MAX_PROCESSES = 4  # this one and up to three workers (capsim.eval.meteor.workers)
-PROCESSES_VARIABLE = "CAPSIM_METEOR_PROCESSES"
-SHARE_MIN_CAPTIONS = 1000  # fewer captions are scored in this process alone
+MAX_THREADS = 4  # threads that run the compiled search side by side, by default
+THREADS_VARIABLE = "CAPSIM_METEOR_THREADS"
+PART_MIN_CAPTIONS = 64  # a call is split into parts of at least this many captions
 
 References = Mapping[Hashable, Sequence[str]]
 Candidates = Mapping[Hashable, Sequence[str]]
@@ -44,24 +43,7 @@ Candidates = Mapping[Hashable, Sequence[str]]
 
 def meteor_from_stats(stats: Sequence[float]) -> float:
     """METEOR from the jar's 23 sufficient statistics (one caption's or a corpus sum)."""
-    test_len, ref_len, test_func, ref_func = stats[:4]
-    per_module = stats[4 : 4 + 4 * matching.MODULE_COUNT]
-    chunks, test_matched, ref_matched = stats[CHUNKS:]
-    test_num = ref_num = 0.0
-    for weight, k in zip(MODULE_WEIGHTS, range(0, len(per_module), 4), strict=True):
-        test_content, ref_content, test_function, ref_function = per_module[k : k + 4]
-        test_num += weight * (DELTA * test_content + (1 - DELTA) * test_function)
-        ref_num += weight * (DELTA * ref_content + (1 - DELTA) * ref_function)
-    test_den = DELTA * (test_len - test_func) + (1 - DELTA) * test_func
-    ref_den = DELTA * (ref_len - ref_func) + (1 - DELTA) * ref_func
-    precision = test_num / test_den if test_den > 0 else 0.0
-    recall = ref_num / ref_den if ref_den > 0 else 0.0
-    if precision <= 0 or recall <= 0:
-        return 0.0
-    fmean = precision * recall / (ALPHA * precision + (1 - ALPHA) * recall)
-    mean_matched = (test_matched + ref_matched) / 2
-    fragmentation = 0.0 if _unfragmented(stats) else chunks / mean_matched
-    return fmean * (1 - GAMMA * fragmentation**BETA)
+    return matching.score(np.asarray(stats, dtype=np.float64))
 
 
 def corpus_stats(per_caption: Sequence[Sequence[float]]) -> np.ndarray:
@@ -74,14 +56,8 @@ def summable(per_caption: Sequence[Sequence[float]]) -> np.ndarray:
     aggregate of them: a caption matched word for word in one chunk (no
     fragmentation penalty) adds no chunk to the corpus count."""
     rows = np.array(per_caption, dtype=np.float64).reshape(len(per_caption), -1)
-    rows[:, CHUNKS] -= [_unfragmented(s) for s in rows]
+    rows[:, CHUNKS] -= [matching.unfragmented(s) for s in rows]
     return rows
-
-
-def _unfragmented(stats: Sequence[float]) -> bool:
-    test_len, ref_len = stats[0], stats[1]
-    chunks, test_matched, ref_matched = stats[CHUNKS:]
-    return test_matched == test_len and ref_matched == ref_len and chunks == 1
 
 
 def _checked_inputs(gts: References, res: Candidates) -> tuple[list[str], list[list[str]]]:
@@ -121,23 +97,22 @@ def _checked_inputs(gts: References, res: Candidates) -> tuple[list[str], list[l
 
 
 class Meteor:
-    """METEOR 1.5 (English, ``-norm``) as pycocoevalcap's ``Meteor``, in pure Python.
+    """METEOR 1.5 (English, ``-norm``) as pycocoevalcap's ``Meteor``, without Java.
 
     The first instance in a process reads METEOR's data from the installed
     pycocoevalcap (building the paraphrase index on first use, see
-    ``capsim.eval.meteor.resources``); later instances share it. A call with at
-    least SHARE_MIN_CAPTIONS captions shares them with worker processes, up to
-    ``processes`` in all (default: ``$CAPSIM_METEOR_PROCESSES``, else the cores, at
-    most MAX_PROCESSES; 1 keeps every caption in this process); the statistics are
-    the same either way.
+    ``capsim.eval.meteor.resources``); later instances share it. A call of at least
+    2 * PART_MIN_CAPTIONS captions is split into parts scored by up to ``threads``
+    threads (default: ``$CAPSIM_METEOR_THREADS``, else the cores, at most
+    MAX_THREADS); the statistics are the same either way.
     """
 
-    def __init__(self, processes: int | None = None) -> None:
-        self._processes = max(1, processes or _default_processes())
+    def __init__(self, threads: int | None = None) -> None:
+        self._threads = max(1, threads or _default_threads())
         files = resources.locate_files()
         self._data = resources.jar_data(files.jar)
         self._lexicon = _lexicon(files.jar)
-        self._phrases = _phrases(files.paraphrases)
+        self._index = resources.paraphrase_index(files.paraphrases)
 
     def method(self) -> str:
         return "METEOR"
@@ -148,154 +123,99 @@ class Meteor:
         scores = [meteor_from_stats(s) for s in stats]
         return meteor_from_stats(corpus_stats(stats)), scores
 
-    def statistics(self, gts: References, res: Candidates) -> list[tuple[int, ...]]:
-        """Each caption's 23 statistics (its best reference's), in the order of ``gts``."""
+    def statistics(self, gts: References, res: Candidates) -> np.ndarray:
+        """[captions, 23]: each caption's statistics (its best reference's), in the order
+        of ``gts``."""
         return self.start(gts, res)()
 
-    def start(self, gts: References, res: Candidates) -> Callable[[], list[tuple[int, ...]]]:
-        """``statistics(gts, res)``, begun: the workers' shares start now, and calling
-        the returned function (once) scores this process's share and gathers them, so
-        that the caller can compute something else meanwhile."""
+    def start(self, gts: References, res: Candidates) -> Callable[[], np.ndarray]:
+        """``statistics(gts, res)``, begun: the captions are prepared now and scored in
+        threads, and calling the returned function (once) waits for them, so that the
+        caller can compute something else meanwhile."""
         candidates, references = _checked_inputs(gts, res)
-        if len(candidates) < SHARE_MIN_CAPTIONS or self._processes < 2:
-            return functools.partial(self.statistics_of, candidates, references)
-        share = (candidates, references)
-        return workers.POOL.start(share, self._processes - 1, lambda s: self.statistics_of(*s))
-
-    def statistics_of(self, candidates: list[str], references: list[list[str]]) -> list[tuple]:
-        """``statistics`` of checked and cleaned captions (see _checked_inputs)."""
-        with _cyclic_gc_paused():
-            texts = {*candidates, *(r for refs in references for r in refs)}
-            sentences, reach = self._sentences(texts)
-            stats = [
-                self._caption_stats(sentences[c], [sentences[r] for r in refs], reach)
-                for c, refs in zip(candidates, references, strict=True)
+        batch = self.prepare(candidates, references)
+        parts = max(1, min(self._threads, len(candidates) // PART_MIN_CAPTIONS))
+        bounds = np.linspace(0, len(candidates), parts + 1).astype(int).tolist()
+        with concurrent.futures.ThreadPoolExecutor(parts, "capsim-meteor") as pool:
+            futures = [
+                pool.submit(matching.caption_statistics, batch, first, last)
+                for first, last in zip(bounds, bounds[1:], strict=False)
             ]
-            del sentences, reach  # freed here, not swept by the collector once it is back
-        return stats
+            pool.shutdown(wait=False)
+        return lambda: np.concatenate([future.result() for future in futures])
 
-    def _sentences(self, texts: set[str]) -> tuple[dict[str, matching.Sentence], dict]:
-        """Each distinct caption normalized and prepared for the matchers, once, and the
-        paraphrases of their phrases (Phrases.within)."""
-        data = self._data
-        words = {text: normalize(text, data.prefixes, data.numeric_prefixes) for text in texts}
-        spans = self._phrases.spans(list(words.values()))
-        reach = self._phrases.within(spans)
-        vocabulary = {word for tokens in words.values() for word in tokens}
-        synonyms = matching.synonym_words(vocabulary, self._lexicon)
-        sentences = {
-            text: matching.Sentence.of(tokens, self._lexicon, phrases, reach, synonyms, 1 - DELTA)
-            for (text, tokens), phrases in zip(words.items(), spans, strict=True)
-        }
-        return sentences, reach
+    def prepare(self, candidates: list[str], references: list[list[str]]) -> matching.Batch:
+        """Checked and cleaned captions (see _checked_inputs) as the compiled core's arrays:
+        each distinct caption normalized once, each distinct word looked up once."""
+        data, words = self._data, self._lexicon
+        texts: dict[str, int] = {}
+        for text in (*candidates, *(r for refs in references for r in refs)):
+            texts.setdefault(text, len(texts))
+        vocabulary: dict[str, int] = {}
+        number = vocabulary.setdefault
+        tokens = [normalize(text, data.prefixes, data.numeric_prefixes) for text in texts]
+        sentence_at = np.zeros(len(tokens) + 1, np.int64)
+        np.cumsum([len(t) for t in tokens], out=sentence_at[1:])
+        ids = np.fromiter(
+            (number(w, len(vocabulary)) for t in tokens for w in t), np.int64, sentence_at[-1]
+        )
+        listed = list(vocabulary)
+        stems: dict[str, int] = {}
+        stem_ids = np.fromiter(
+            (stems.setdefault(words.stem(w), len(stems)) for w in listed), np.int64, len(listed)
+        )
+        function = np.fromiter((w in words.function_words for w in listed), np.bool_, len(listed))
+        near = lexicon.synonym_words(listed, words)
+        synonym_at = np.zeros(len(listed) + 1, np.int64)
+        np.cumsum([len(near[w]) for w in listed], out=synonym_at[1:])
+        synonym_words = np.fromiter(
+            (vocabulary[v] for w in listed for v in near[w]), np.int64, synonym_at[-1]
+        )
+        hashes = np.fromiter(map(words.hash, listed), np.uint64, len(listed))
+        index = self._index
+        span_at, span_start, span_length, keys = matching.find_spans(
+            sentence_at, ids, hashes, np.asarray(index.keys), np.asarray(index.kinds),
+            index.buckets, index.max_words,
+        )  # fmt: skip
+        present, span_phrase = np.unique(keys, return_inverse=True)
+        sources, targets, lines = index.links(present)
+        sources = np.searchsorted(present, sources)
+        order = np.argsort(sources, kind="stable")
+        reach_at = np.searchsorted(sources[order], np.arange(len(present) + 1))
+        reference_at = np.zeros(len(references) + 1, np.int64)
+        np.cumsum([len(refs) for refs in references], out=reference_at[1:])
+        return matching.Batch(
+            sentence_at=sentence_at,
+            words=ids,
+            stems=stem_ids,
+            function=function,
+            synonym_at=synonym_at,
+            synonym_words=synonym_words,
+            span_at=span_at,
+            span_start=span_start,
+            span_length=span_length,
+            span_phrase=span_phrase.astype(np.int64),
+            reach_at=reach_at.astype(np.int64),
+            reach_target=np.searchsorted(present, targets[order]).astype(np.int64),
+            reach_line=lines[order].astype(np.int64),
+            table_lines=index.table_lines,
+            max_words=index.max_words,
+            candidate=np.array([texts[c] for c in candidates], np.int64),
+            reference_at=reference_at,
+            reference=np.array([texts[r] for refs in references for r in refs], np.int64),
+        )
 
-    def _caption_stats(
-        self, test: matching.Sentence, refs: list[matching.Sentence], reach: dict
-    ) -> tuple[int, ...]:
-        """The statistics of the best-scoring reference (the first one on a tie).
 
-        The references are aligned in the order of an upper bound of their score,
-        and one whose bound, or whose tighter bound once a best exists, cannot beat
-        the best so far is not aligned: the same statistics, with far fewer searches.
-        """
-        found = [matching.candidates(test, ref, reach) for ref in refs]
-        bounds = [score_bound(test, ref, f) for ref, f in zip(refs, found, strict=True)]
-        best, best_score, best_index = None, -1.0, -1
-        for index in sorted(range(len(refs)), key=lambda k: -bounds[k]):
-            if bounds[index] < best_score:
-                break  # the bounds left are no higher
-            if bounds[index] == best_score and index > best_index:
-                continue  # at best a tie, lost to an earlier reference
-            ref = refs[index]
-            if best is not None:  # a tighter bound, worth its cost where it may spare a search
-                tight = score_bound(test, ref, found[index], matching.longest_chunk(found[index]))
-                if tight < best_score or (tight == best_score and index > best_index):
-                    continue
-            aligned = matching.align(len(test.words), len(ref.words), found[index])
-            stats = matching.statistics(test, ref, aligned)
-            score = meteor_from_stats(stats)
-            if score > best_score or (score == best_score and index < best_index):
-                best, best_score, best_index = stats, score, index
-        return best
-
-
-def _default_processes() -> int:
-    """``$CAPSIM_METEOR_PROCESSES``, else the cores up to MAX_PROCESSES."""
-    value = os.environ.get(PROCESSES_VARIABLE, "")
+def _default_threads() -> int:
+    """``$CAPSIM_METEOR_THREADS``, else the cores up to MAX_THREADS."""
+    value = os.environ.get(THREADS_VARIABLE, "")
     if not value:
-        return min(os.cpu_count() or 1, MAX_PROCESSES)
+        return min(os.cpu_count() or 1, MAX_THREADS)
     if not value.isdigit() or int(value) < 1:
-        raise ValueError(f"${PROCESSES_VARIABLE} must be a number of processes >= 1, got {value!r}")
+        raise ValueError(f"${THREADS_VARIABLE} must be a number of threads >= 1, got {value!r}")
     return int(value)
-
-
-def score_bound(
-    test: matching.Sentence,
-    ref: matching.Sentence,
-    found: Sequence[matching.Candidate],
-    longest_chunk: float | None = None,
-) -> float:
-    """An upper bound of the METEOR score of any alignment built from ``found``.
-
-    Every word that some candidate match covers counts as matched, at the best
-    weight of the modules that cover it, and the fragmentation penalty is at its
-    least: none if every word can be matched in one chunk; otherwise chunks over
-    matched words is at least 1 / the longest chunk possible, ``longest_chunk``
-    (matching.longest_chunk) or, if not given, the words that can be matched
-    (looser, and free). Raised by a relative 1e-9 so that rounding never puts it
-    below the score it bounds.
-    """
-    test_weights, ref_weights = [0.0] * len(test.words), [0.0] * len(ref.words)
-    for j, _, i, test_len, ref_len, module in found:
-        weight = MODULE_WEIGHTS[module]
-        if test_len == ref_len == 1:  # most matches: one word each side
-            if test_weights[i] < weight:
-                test_weights[i] = weight
-            if ref_weights[j] < weight:
-                ref_weights[j] = weight
-            continue
-        for k in range(i, i + test_len):
-            test_weights[k] = max(test_weights[k], weight)
-        for k in range(j, j + ref_len):
-            ref_weights[k] = max(ref_weights[k], weight)
-    precision = _weighted_share(test, test_weights)
-    recall = _weighted_share(ref, ref_weights)
-    if precision <= 0 or recall <= 0:
-        return 0.0
-    fmean = precision * recall / (ALPHA * precision + (1 - ALPHA) * recall)
-    coverable = (sum(map(bool, test_weights)) + sum(map(bool, ref_weights))) / 2
-    chunk = coverable if longest_chunk is None else longest_chunk
-    if all(test_weights) and all(ref_weights) and chunk == coverable:
-        return fmean * (1 + 1e-9)
-    return fmean * (1 - GAMMA * (1 / chunk) ** BETA) * (1 + 1e-9)
-
-
-def _weighted_share(sentence: matching.Sentence, weights: Sequence[float]) -> float:
-    """Weighted matched words over weighted words, content words weighing DELTA."""
-    if sentence.total_share <= 0:
-        return 0.0
-    return sum(map(operator.mul, sentence.shares, weights)) / sentence.total_share
-
-
-@contextlib.contextmanager
-def _cyclic_gc_paused():
-    """The search allocates millions of short-lived tuples and none in a cycle, so reference
-    counting frees them all; the cyclic collector's sweeps of them only cost time (about a
-    tenth of a call on the Flickr8k-Expert candidates)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 @functools.cache
 def _lexicon(jar: Path) -> lexicon.Lexicon:
     return lexicon.Lexicon(resources.jar_data(jar))
-
-
-@functools.cache
-def _phrases(source: Path) -> lexicon.Phrases:
-    return lexicon.Phrases(resources.paraphrase_index(source))
