@@ -259,17 +259,58 @@ def candidates(batch: Batch, test: int, ref: int, scratch: tuple) -> np.ndarray:
 
 
 @compiled
-def _ranked(credit: np.ndarray, rank: np.ndarray, count: int) -> np.ndarray:
-    """The first ``count`` partials in the beam's order: credit high first, then the
-    chunks-and-distance rank low first, stably."""
-    order = np.argsort(rank[:count], kind="mergesort")
-    return order[np.argsort(-credit[order], kind="mergesort")]
+def _before(credit: np.ndarray, rank: np.ndarray, a: int, b: int) -> bool:
+    """Partial ``a`` ranks before ``b``: more credit, else a lower chunks-and-distance rank,
+    else it came first (the beam's sort is stable)."""
+    if credit[a] != credit[b]:
+        return credit[a] > credit[b]
+    if rank[a] != rank[b]:
+        return rank[a] < rank[b]
+    return a < b
 
 
 @compiled
-def _free(mask: np.ndarray, start: int, length: int) -> bool:
+def _ranked(credit: np.ndarray, rank: np.ndarray, count: int, keep: int) -> np.ndarray:
+    """The first ``keep`` of ``count`` partials in the beam's order (what a stable sort
+    by credit, high first, then rank, low first, and a cut would leave), by a heap of
+    the best so far: the grown partials far outnumber the beam."""
+    heap = np.empty(min(keep, count), np.int64)  # the worst kept partial on top
+    size = 0
+    for candidate in range(count):
+        if size < len(heap):
+            at = size
+            size += 1
+            while at > 0 and _before(credit, rank, heap[(at - 1) // 2], candidate):
+                heap[at] = heap[(at - 1) // 2]
+                at = (at - 1) // 2
+            heap[at] = candidate
+        elif _before(credit, rank, candidate, heap[0]):
+            at = 0
+            while True:  # sift the new partial down from the top
+                child = 2 * at + 1
+                if child >= size:
+                    break
+                if child + 1 < size and _before(credit, rank, heap[child], heap[child + 1]):
+                    child += 1
+                if not _before(credit, rank, candidate, heap[child]):
+                    break
+                heap[at] = heap[child]
+                at = child
+            heap[at] = candidate
+    for k in range(1, size):  # the kept few in order
+        moving, at = heap[k], k
+        while at > 0 and _before(credit, rank, moving, heap[at - 1]):
+            heap[at] = heap[at - 1]
+            at -= 1
+        heap[at] = moving
+    return heap
+
+
+@compiled
+def _free(mask: np.ndarray, partial: int, start: int, length: int) -> bool:
+    """No candidate word start..start + length - 1 is used by the partial."""
     for k in range(start, start + length):
-        if mask[k >> 6] >> np.uint64(k & 63) & np.uint64(1):
+        if mask[partial, k >> 6] >> np.uint64(k & 63) & np.uint64(1):
             return False
     return True
 
@@ -285,97 +326,97 @@ def align(test_len: int, ref_len: int, found: np.ndarray) -> np.ndarray:
         j, i, tl, rl = found[c, 0], found[c, 1], found[c, 2], found[c, 3]
         test_cover[i : i + tl] += 1
         ref_cover[j : j + rl] += 1
-    fixed = np.empty(count, np.bool_)
+    fixed = np.ones(count, np.bool_)
     for c in range(count):
         j, i, tl, rl = found[c, 0], found[c, 1], found[c, 2], found[c, 3]
-        fixed[c] = np.all(test_cover[i : i + tl] == 1) and np.all(ref_cover[j : j + rl] == 1)
+        for k in range(i, i + tl):
+            fixed[c] &= test_cover[k] == 1
+        for k in range(j, j + rl):
+            fixed[c] &= ref_cover[k] == 1
     if fixed.all():  # nothing to choose: every candidate is taken
         return np.arange(count)
     group = np.searchsorted(found[:, 0], np.arange(ref_len + 1))  # candidates by ref start
-    widest = np.max(group[1:] - group[:-1])
-    room = BEAM_SIZE * (widest + 1)
-    words = (test_len + 63) >> 6
-    # Partials: credit, chunks-and-distance rank, end of the last match in the reference,
-    # end of the open chunk in the candidate (-1: none), last link, candidate words used.
-    credit, rank = np.zeros(room, np.int64), np.zeros(room, np.int64)
-    ref_end, open_end = np.zeros(room, np.int64), np.full(room, -1, np.int64)
-    link, mask = np.full(room, -1, np.int64), np.zeros((room, words), np.uint64)
-    new_credit, new_rank = np.empty(room, np.int64), np.empty(room, np.int64)
-    new_ref_end, new_open_end = np.empty(room, np.int64), np.empty(room, np.int64)
-    new_link, new_mask = np.empty(room, np.int64), np.empty((room, words), np.uint64)
-    # Links: (candidate taken, the link before it), shared by the partials.
-    links = np.empty((max(16, 4 * count), 2), np.int64)
+    room = BEAM_SIZE * (np.max(group[1:] - group[:-1]) + 1)
+    # The beam's partials: credit, chunks-and-distance rank, end of the last match in the
+    # reference, end of the open chunk in the candidate (-1: none), last link, candidate
+    # words used; a second set of them to build the next beam in.
+    beam = _partials(BEAM_SIZE, (test_len + 63) >> 6)
+    spare = _partials(BEAM_SIZE, (test_len + 63) >> 6)
+    # Grown partials, before the cut keeps BEAM_SIZE of them: the partial they grew from
+    # and the candidate they took (-1: none); their words and link are built once kept.
+    grown_credit, grown_rank = np.empty(room, np.int64), np.empty(room, np.int64)
+    grown_ref_end, grown_open_end = np.empty(room, np.int64), np.empty(room, np.int64)
+    grown_from, grown_took = np.empty(room, np.int64), np.empty(room, np.int64)
+    links = np.empty((max(16, 4 * count), 2), np.int64)  # (candidate taken, link before)
     linked = 0
-    paths, all_closed = 1, True
+    paths, in_order, all_closed = 1, True, True
     for p in range(ref_len):
         first, last = group[p], group[p + 1]
         if first == last and all_closed:
             continue  # nothing changes at p; the next sort and cut do what these would
-        if paths > 1:
-            order = _ranked(credit, rank, paths)[:BEAM_SIZE]
-            paths = len(order)
-            credit[:paths], rank[:paths] = credit[order], rank[order]
-            ref_end[:paths], open_end[:paths] = ref_end[order], open_end[order]
-            link[:paths], mask[:paths] = link[order], mask[order]
+        if not in_order:  # chunks closed since the last cut: rank the beam again
+            beam, spare = _reordered(beam, spare, paths), beam
+            in_order = True
+        credit, rank, ref_end, open_end, link, mask = beam
         if first == last:  # each partial goes on, closing its open chunk unless it covers p
             for k in range(paths):
                 if ref_end[k] <= p and open_end[k] >= 0:
                     rank[k] += CHUNK
                     open_end[k] = -1
+                    in_order = False
             all_closed = ref_cover[p] == 0  # no candidate covers p, so none goes on open
             continue
         all_closed = False
         only = first if last - first == 1 and fixed[first] else -1
         grown = 0
         for k in range(paths):
-            if ref_end[k] > p:  # a match taken earlier covers p
-                branches = np.arange(0)
-                skip = True
-            elif only >= 0:
-                branches = np.arange(only, only + 1)
-                skip = False
-            else:
-                branches = np.arange(first, last)
-                skip = True
+            covered = ref_end[k] > p  # a match taken earlier covers p: it goes on unchanged
+            lo, hi = (first, first) if covered else (only, only + 1) if only >= 0 else (first, last)
             distance = rank[k]
-            for c in branches:
+            for c in range(lo, hi):
                 j, i, tl, rl, module = found[c, 0], found[c, 1], found[c, 2], found[c, 3], found[c, 4]
-                if not _free(mask[k], i, tl):
+                if not _free(mask, k, i, tl):
                     continue
-                links = _room(links, linked)
-                links[linked, 0], links[linked, 1] = c, link[k]
-                new_credit[grown] = credit[k] + (2 if module == EXACT else tl // 2 + rl // 2)
                 opens = open_end[k] >= 0 and open_end[k] != i  # a new chunk starts here
-                new_rank[grown] = distance + CHUNK * opens
-                new_ref_end[grown], new_open_end[grown] = j + rl, i + tl
-                new_link[grown] = linked
-                new_mask[grown] = mask[k]
-                for w in range(i, i + tl):
-                    new_mask[grown, w >> 6] |= np.uint64(1) << np.uint64(w & 63)
+                shift = abs(j - i)
+                grown_credit[grown] = credit[k] + (2 if module == EXACT else tl // 2 + rl // 2)
+                # A fixed match carries its own distance; a branch leaves it to its parent.
+                grown_rank[grown] = distance + (shift if only >= 0 else 0) + CHUNK * opens
+                grown_ref_end[grown], grown_open_end[grown] = j + rl, i + tl
+                grown_from[grown], grown_took[grown] = k, c
+                distance += shift
+                grown += 1
+            if covered or only < 0:  # the partial that takes nothing at p (or goes over it)
+                grown_credit[grown] = credit[k]
+                grown_rank[grown] = distance + CHUNK * (not covered and open_end[k] >= 0)
+                grown_ref_end[grown] = ref_end[k]
+                grown_open_end[grown] = open_end[k] if covered else -1
+                grown_from[grown], grown_took[grown] = k, -1
+                grown += 1
+        order = _ranked(grown_credit, grown_rank, grown, BEAM_SIZE)
+        s_credit, s_rank, s_ref_end, s_open_end, s_link, s_mask = spare
+        for k in range(len(order)):
+            g = order[k]
+            parent, c = grown_from[g], grown_took[g]
+            s_credit[k], s_rank[k] = grown_credit[g], grown_rank[g]
+            s_ref_end[k], s_open_end[k] = grown_ref_end[g], grown_open_end[g]
+            s_mask[k] = mask[parent]
+            s_link[k] = link[parent]
+            if c >= 0:
+                for w in range(found[c, 1], found[c, 1] + found[c, 2]):
+                    s_mask[k, w >> 6] |= np.uint64(1) << np.uint64(w & 63)
+                links = _room(links, linked)
+                links[linked, 0], links[linked, 1] = c, link[parent]
+                s_link[k] = linked
                 linked += 1
-                distance += abs(j - i)
-                if only >= 0:  # a fixed match carries its own distance
-                    new_rank[grown] = distance + CHUNK * opens
-                grown += 1
-            if skip:  # the partial that takes nothing at p (or goes on over it)
-                covered = ref_end[k] > p
-                new_credit[grown] = credit[k]
-                new_rank[grown] = distance + CHUNK * (not covered and open_end[k] >= 0)
-                new_ref_end[grown] = ref_end[k]
-                new_open_end[grown] = open_end[k] if covered else -1
-                new_link[grown], new_mask[grown] = link[k], mask[k]
-                grown += 1
-        credit, new_credit = new_credit, credit
-        rank, new_rank = new_rank, rank
-        ref_end, new_ref_end = new_ref_end, ref_end
-        open_end, new_open_end = new_open_end, open_end
-        link, new_link = new_link, link
-        mask, new_mask = new_mask, mask
-        paths = grown
-    order = _ranked(credit, rank, paths)[:BEAM_SIZE]
+        beam, spare = spare, beam
+        paths = len(order)
+    if not in_order:
+        beam = _reordered(beam, spare, paths)
+    credit, rank, ref_end, open_end, link, mask = beam
     # At p = L every open chunk closes; the final ranking has no further key.
-    best = order[0]
-    for k in order:
+    best = 0
+    for k in range(paths):
         closed = rank[k] + CHUNK * (open_end[k] >= 0)
         if credit[k] > credit[best] or (
             credit[k] == credit[best] and closed < rank[best] + CHUNK * (open_end[best] >= 0)
@@ -387,6 +428,30 @@ def align(test_len: int, ref_len: int, found: np.ndarray) -> np.ndarray:
         taken.append(links[at, 0])
         at = links[at, 1]
     return np.array(taken[::-1], np.int64)
+
+
+@compiled
+def _partials(size: int, words: int) -> tuple:
+    """Room for ``size`` partials (see align), the first one empty."""
+    return (
+        np.zeros(size, np.int64),
+        np.zeros(size, np.int64),
+        np.zeros(size, np.int64),
+        np.full(size, -1, np.int64),
+        np.full(size, -1, np.int64),
+        np.zeros((size, words), np.uint64),
+    )
+
+
+@compiled
+def _reordered(beam: tuple, spare: tuple, paths: int) -> tuple:
+    """``spare`` filled with the beam's partials in the beam's order."""
+    order = _ranked(beam[0], beam[1], paths, BEAM_SIZE)
+    for k in range(len(order)):
+        for target, source in zip(spare[:5], beam[:5]):
+            target[k] = source[order[k]]
+        spare[5][k] = beam[5][order[k]]
+    return spare
 
 
 @compiled
