@@ -3,8 +3,6 @@ WordNet synsets and the hashes that find phrases of the paraphrase table (Lexico
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import snowballstemmer
 
 from capsim.eval.meteor.resources import JarData, word_hash
@@ -63,17 +61,3 @@ class Lexicon:
                         break
         return frozenset(s for base in bases for s in synsets.get(base, "").split())
 
-
-def synonym_words(vocabulary: Iterable[str], lexicon: Lexicon) -> dict[str, frozenset[str]]:
-    """Each word -> the other words of ``vocabulary`` that share a WordNet synset with it,
-    from one inverted index over the words of a call (cheaper than intersecting the
-    synsets of every pair of words in every pair of sentences)."""
-    synsets = {word: lexicon.synsets(word) for word in vocabulary}
-    members: dict[str, set[str]] = {}
-    for word, found in synsets.items():
-        for synset in found:
-            members.setdefault(synset, set()).add(word)
-    return {
-        word: frozenset().union(*(members[s] for s in found)) - {word} if found else frozenset()
-        for word, found in synsets.items()
-    }

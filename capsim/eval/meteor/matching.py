@@ -45,8 +45,8 @@ Flickr8k-Expert and COCO caption of bench/meteor_agreement.py the jar's score.
 
 Everything here is compiled by numba (``nogil``: threads run it side by side), over
 flat arrays that capsim.eval.meteor.scorer prepares once per call: the sentences as
-word ids, each word's stem id, function-word flag and synonyms, each sentence's
-phrases of the paraphrase table and each phrase's paraphrases (``Batch``).
+word ids, each word's stem id, function-word flag and WordNet synsets, each
+sentence's phrases of the paraphrase table and each phrase's paraphrases (``Batch``).
 """
 
 from __future__ import annotations
@@ -77,8 +77,8 @@ class Batch(NamedTuple):
     """One call's captions as arrays (see capsim.eval.meteor.scorer.Meteor.prepare).
 
     Sentence s holds ``words[sentence_at[s]:sentence_at[s + 1]]``, and its phrases
-    of the paraphrase table are spans ``span_at[s]:span_at[s + 1]``; a word's synonyms
-    are ``synonym_words[synonym_at[w]:synonym_at[w + 1]]``; a phrase's paraphrases
+    of the paraphrase table are spans ``span_at[s]:span_at[s + 1]``; a word's synsets
+    are ``synsets[synset_at[w]:synset_at[w + 1]]``; a phrase's paraphrases
     among the call's phrases are ``reach_target[reach_at[p]:reach_at[p + 1]]``, with
     their table lines. Caption c is sentence ``candidate[c]`` against sentences
     ``reference[reference_at[c]:reference_at[c + 1]]``.
@@ -88,8 +88,8 @@ class Batch(NamedTuple):
     words: np.ndarray
     stems: np.ndarray  # per word id
     function: np.ndarray  # per word id: a function word
-    synonym_at: np.ndarray
-    synonym_words: np.ndarray
+    synset_at: np.ndarray
+    synsets: np.ndarray  # the call's own synset numbers
     span_at: np.ndarray
     span_start: np.ndarray
     span_length: np.ndarray
@@ -181,22 +181,33 @@ def candidates(batch: Batch, test: int, ref: int, scratch: tuple) -> np.ndarray:
     """[matches, 5]: (reference start, candidate start, candidate length, reference length,
     module) of every candidate match of sentences ``test`` and ``ref``, in rank order
     (see the module docstring). ``scratch`` holds all -1 chain heads (see scratch_for)."""
-    word_heads, stem_heads, test_phrase_heads, ref_phrase_heads = scratch
+    word_heads, stem_heads, synset_heads, test_phrase_heads, ref_phrase_heads = scratch
     t0, t1 = batch.sentence_at[test], batch.sentence_at[test + 1]
     r0, r1 = batch.sentence_at[ref], batch.sentence_at[ref + 1]
     test_words, ref_words = batch.words[t0:t1], batch.words[r0:r1]
     ref_stems = batch.stems[ref_words]
+    counts = batch.synset_at[ref_words + 1] - batch.synset_at[ref_words]
+    ref_synsets = np.empty(counts.sum(), np.int64)  # each synset of each reference word
+    ref_synset_word = np.empty(len(ref_synsets), np.int64)  # and the word's position
+    e = 0
+    for j in range(len(ref_words)):
+        for k in range(batch.synset_at[ref_words[j]], batch.synset_at[ref_words[j] + 1]):
+            ref_synsets[e], ref_synset_word[e] = batch.synsets[k], j
+            e += 1
     ts0, ts1 = batch.span_at[test], batch.span_at[test + 1]
     rs0, rs1 = batch.span_at[ref], batch.span_at[ref + 1]
     test_phrases, ref_phrases = batch.span_phrase[ts0:ts1], batch.span_phrase[rs0:rs1]
     after_word = np.empty(len(ref_words), np.int64)
     after_stem = np.empty(len(ref_words), np.int64)
+    after_synset = np.empty(len(ref_synsets), np.int64)
     after_test_span = np.empty(len(test_phrases), np.int64)
     after_ref_span = np.empty(len(ref_phrases), np.int64)
     _heads(ref_words, word_heads, after_word)
     _heads(ref_stems, stem_heads, after_stem)
+    _heads(ref_synsets, synset_heads, after_synset)
     _heads(test_phrases, test_phrase_heads, after_test_span)
     _heads(ref_phrases, ref_phrase_heads, after_ref_span)
+    synonym_of = np.full(len(ref_words), -1, np.int64)  # the candidate word last matched
     # (rank key, rank key within, reference start, candidate start, lengths, module)
     rows = np.empty((max(16, 2 * len(test_words)), 7), np.int64)
     n = 0
@@ -213,12 +224,15 @@ def candidates(batch: Batch, test: int, ref: int, scratch: tuple) -> np.ndarray:
                 rows = _put(rows, n, (j * 4 + STEM) * 2, i, j, i, 1, 1, STEM)
                 n += 1
             j = after_stem[j]
-        for k in range(batch.synonym_at[word], batch.synonym_at[word + 1]):
-            j = word_heads[batch.synonym_words[k]]
-            while j >= 0:
-                rows = _put(rows, n, (j * 4 + SYNONYM) * 2, i, j, i, 1, 1, SYNONYM)
-                n += 1
-                j = after_word[j]
+        for k in range(batch.synset_at[word], batch.synset_at[word + 1]):
+            e = synset_heads[batch.synsets[k]]
+            while e >= 0:  # another word sharing a synset, once however many they share
+                j = ref_synset_word[e]
+                if ref_words[j] != word and synonym_of[j] != i:
+                    synonym_of[j] = i
+                    rows = _put(rows, n, (j * 4 + SYNONYM) * 2, i, j, i, 1, 1, SYNONYM)
+                    n += 1
+                e = after_synset[e]
     lines, lengths, test_len = batch.table_lines, batch.max_words + 1, len(test_words) + 1
     # The reference's phrases looked up, then the candidate's (two candidates where a pair
     # is listed both ways).
@@ -250,6 +264,7 @@ def candidates(batch: Batch, test: int, ref: int, scratch: tuple) -> np.ndarray:
                     b = target_after[b]
     _clear(ref_words, word_heads)
     _clear(ref_stems, stem_heads)
+    _clear(ref_synsets, synset_heads)
     _clear(test_phrases, test_phrase_heads)
     _clear(ref_phrases, ref_phrase_heads)
     rows = rows[:n]
@@ -523,13 +538,16 @@ def score(stats: np.ndarray) -> float:
 
 @compiled
 def scratch_for(batch: Batch) -> tuple:
-    """The chain heads ``candidates`` needs, all -1: words, stems, and phrases twice."""
+    """The chain heads ``candidates`` needs, all -1: words, stems, synsets, and phrases
+    twice."""
     vocabulary = len(batch.stems)
     stems = batch.stems.max() + 1 if vocabulary else 0
+    synsets = batch.synsets.max() + 1 if len(batch.synsets) else 0
     phrases = len(batch.reach_at) - 1
     return (
         np.full(vocabulary, -1, np.int64),
         np.full(stems, -1, np.int64),
+        np.full(synsets, -1, np.int64),
         np.full(phrases, -1, np.int64),
         np.full(phrases, -1, np.int64),
     )

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import functools
+import itertools
 import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
@@ -151,25 +152,26 @@ class Meteor:
         texts: dict[str, int] = {}
         for text in (*candidates, *(r for refs in references for r in refs)):
             texts.setdefault(text, len(texts))
-        vocabulary: dict[str, int] = {}
-        number = vocabulary.setdefault
         tokens = [normalize(text, data.prefixes, data.numeric_prefixes) for text in texts]
         sentence_at = np.zeros(len(tokens) + 1, np.int64)
         np.cumsum([len(t) for t in tokens], out=sentence_at[1:])
-        ids = np.fromiter(
-            (number(w, len(vocabulary)) for t in tokens for w in t), np.int64, sentence_at[-1]
-        )
-        listed = list(vocabulary)
+        flat = list(itertools.chain.from_iterable(tokens))
+        listed = list(dict.fromkeys(flat))
+        vocabulary = {word: number for number, word in enumerate(listed)}
+        ids = np.fromiter(map(vocabulary.__getitem__, flat), np.int64, len(flat))
         stems: dict[str, int] = {}
         stem_ids = np.fromiter(
             (stems.setdefault(words.stem(w), len(stems)) for w in listed), np.int64, len(listed)
         )
         function = np.fromiter((w in words.function_words for w in listed), np.bool_, len(listed))
-        near = lexicon.synonym_words(listed, words)
-        synonym_at = np.zeros(len(listed) + 1, np.int64)
-        np.cumsum([len(near[w]) for w in listed], out=synonym_at[1:])
-        synonym_words = np.fromiter(
-            (vocabulary[v] for w in listed for v in near[w]), np.int64, synonym_at[-1]
+        synsets = [words.synsets(w) for w in listed]
+        synset_at = np.zeros(len(listed) + 1, np.int64)
+        np.cumsum([len(found) for found in synsets], out=synset_at[1:])
+        numbers: dict[str, int] = {}
+        synset_ids = np.fromiter(
+            (numbers.setdefault(s, len(numbers)) for found in synsets for s in found),
+            np.int64,
+            synset_at[-1],
         )
         hashes = np.fromiter(map(words.hash, listed), np.uint64, len(listed))
         index = self._index
@@ -189,8 +191,8 @@ class Meteor:
             words=ids,
             stems=stem_ids,
             function=function,
-            synonym_at=synonym_at,
-            synonym_words=synonym_words,
+            synset_at=synset_at,
+            synsets=synset_ids,
             span_at=span_at,
             span_start=span_start,
             span_length=span_length,
