@@ -100,15 +100,21 @@ def normalize(text: str, prefixes: Collection[str], numeric_prefixes: Collection
 def _normalized(
     text: str, prefixes: Collection[str], numeric_prefixes: Collection[str]
 ) -> list[str]:
-    """``normalize`` by every rule, for text that is not plain."""
+    """``normalize`` by every rule, for text that is not plain. A rule whose pattern needs a
+    character the text lacks is skipped: it could not match."""
     text = _java_trim(text).translate(_QUOTES).replace("''", '"')
     text = _SPACES.sub(" ", text)
-    text = _WORD_HYPHEN.sub(r"\1 \2", text.replace("--", "-"))
+    if "-" in text:
+        text = _WORD_HYPHEN.sub(r"\1 \2", text.replace("--", "-"))
     # The en dash is split off first and only then read as a hyphen.
     text = _SPECIAL.sub(r" \1 ", f" {text} ").replace("\u2013", "-")
-    text = _MULTI_DOT.sub(lambda m: f" {_DOT_PLACEHOLDER * len(m.group())} ", text)
-    for pattern, replacement in _COMMA_RULES + _APOSTROPHE_RULES:
+    if ".." in text:
+        text = _MULTI_DOT.sub(lambda m: f" {_DOT_PLACEHOLDER * len(m.group())} ", text)
+    rules = (_COMMA_RULES if "," in text else ()) + (_APOSTROPHE_RULES if "'" in text else ())
+    for pattern, replacement in rules:
         text = pattern.sub(replacement, text)
-    words = _periods(text.split(" "), prefixes, numeric_prefixes)
+    words = text.split(" ")
+    if "." in text:
+        words = _periods(words, prefixes, numeric_prefixes)
     text = " ".join(words).replace(_DOT_PLACEHOLDER, ".").lower()
     return [token for token in text.split(" ") if token]
