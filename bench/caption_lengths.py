@@ -2,7 +2,7 @@
 whole ``COCOEvalCap.evaluate()`` against pycocoevalcap's, on paragraphs of N words.
 
     python bench/caption_lengths.py [--pairs 300] [--words 10,20,40,80,160] [--rounds 5]
-                                    [--images 500] [--processes 1,2,4]
+                                    [--images 500] [--threads 1,2,4]
 
 Paragraphs are built from COCO val2017's dev captions: the candidate of image k is
 the first caption of images k, k+1, ... joined, and its one reference is the second
@@ -11,9 +11,10 @@ caption of the same images, in the same order, each cut to its first N PTB token
 same pairs in alternating rounds; the ratio is taken per round and reported as the
 median with min and max, beside the load average. Rows:
 
-- METEOR alone: ``capsim.metrics.meteor.Meteor(processes=1)`` against pycocoevalcap's
-  ``Meteor`` (one warm JVM for the whole run), ms per pair and jar / capsim;
-- METEOR with 1, 2 and 4 processes on the longest paragraphs (on 2 cores, 4 shows the
+- METEOR alone: ``capsim.eval.meteor.Meteor(threads=1)`` (one process, one thread)
+  against pycocoevalcap's ``Meteor`` (one warm JVM for the whole run, itself one
+  thread), ms per pair and jar / capsim;
+- METEOR with 1, 2 and 4 threads on the longest paragraphs (on 2 cores, 4 shows the
   overhead);
 - the whole ``evaluate()`` of capsim's ``COCOEvalCap`` (without I2CE, as pycocoevalcap
   has none) against pycocoevalcap's without SPICE, on ``--images`` paragraphs.
@@ -73,11 +74,12 @@ def paragraphs(count: int, words: int) -> tuple[dict, dict]:
 
 def meteor_rows(lengths: list[int], pairs: int, rounds: int, jar) -> list[dict]:
     """METEOR alone, capsim in one process against the warm jar, per length."""
-    ours = Meteor(processes=1)
+    ours = Meteor(threads=1)
     rows = []
     for words in lengths:
         gts, res = paragraphs(pairs, words)
         ours.compute_score(gts, res)  # first call: compiles, loads the paraphrase index
+        jar.compute_score(gts, res)  # and warms the JVM's compiler on this length
         load_start = harness.load_average()
         seconds = harness.time_rounds(
             {
@@ -102,12 +104,12 @@ def meteor_rows(lengths: list[int], pairs: int, rounds: int, jar) -> list[dict]:
     return rows
 
 
-def process_rows(words: int, pairs: int, rounds: int, counts: list[int]) -> list[dict]:
-    """METEOR on the same paragraphs with 1, 2, 4... processes, against one process."""
+def thread_rows(words: int, pairs: int, rounds: int, counts: list[int]) -> list[dict]:
+    """METEOR on the same paragraphs with 1, 2, 4... threads, against the first count."""
     gts, res = paragraphs(pairs, words)
-    scorers = {n: Meteor(processes=n) for n in counts}
+    scorers = {n: Meteor(threads=n) for n in counts}
     for scorer in scorers.values():
-        scorer.compute_score(gts, res)  # starts the workers
+        scorer.compute_score(gts, res)
     load_start = harness.load_average()
     seconds = harness.time_rounds(
         {n: lambda _, s=s: s.compute_score(gts, res) for n, s in scorers.items()}, rounds
@@ -115,10 +117,10 @@ def process_rows(words: int, pairs: int, rounds: int, counts: list[int]) -> list
     base = seconds[counts[0]]
     return [
         {
-            "what": "processes",
+            "what": "threads",
             "words": words,
             "pairs": pairs,
-            "processes": n,
+            "threads": n,
             "ms_per_pair": 1e3 * float(np.median(seconds[n])) / pairs,
             **harness.ratio_summary(seconds[n], base),
             "load_start": load_start,
@@ -195,14 +197,14 @@ def meteor_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def process_table(rows: list[dict]) -> str:
+def thread_table(rows: list[dict]) -> str:
     lines = [
-        "| processes | words | pairs | ms/pair | speed against 1 process | load |",
+        "| threads | words | pairs | ms/pair | speed against 1 thread | load |",
         "|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
         lines.append(
-            f"| {row['processes']} | {row['words']} | {row['pairs']} | {row['ms_per_pair']:.3f} "
+            f"| {row['threads']} | {row['words']} | {row['pairs']} | {row['ms_per_pair']:.3f} "
             f"| {_ratio(row)} | {_load(row)} |"
         )
     return "\n".join(lines)
@@ -227,8 +229,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--words", default="10,20,40,80,160", help="paragraph lengths")
     parser.add_argument("--rounds", type=int, default=harness.ROUNDS)
     parser.add_argument("--images", type=int, default=500, help="paragraphs in evaluate()")
-    parser.add_argument("--processes", default="1,2,4", help="METEOR process counts")
-    parser.add_argument("--skip", default="", help="comma list of meteor,processes,evaluate")
+    parser.add_argument("--threads", default="1,2,4", help="METEOR thread counts")
+    parser.add_argument("--skip", default="", help="comma list of meteor,threads,evaluate")
     args = parser.parse_args(argv)
     lengths = [int(w) for w in args.words.split(",")]
     skip = set(filter(None, args.skip.split(",")))
@@ -243,11 +245,11 @@ def main(argv: list[str] | None = None) -> None:
         del jar  # pycocoevalcap's Meteor stops its JVM when collected
         rows += meteor
         text += ["METEOR alone, one process, against the warm jar:", "", meteor_table(meteor)]
-    if "processes" not in skip:
-        counts = [int(n) for n in args.processes.split(",")]
-        scaling = process_rows(max(lengths), 4 * args.pairs, args.rounds, counts)
+    if "threads" not in skip:
+        counts = [int(n) for n in args.threads.split(",")]
+        scaling = thread_rows(max(lengths), 4 * args.pairs, args.rounds, counts)
         rows += scaling
-        text += ["", "METEOR by process count:", "", process_table(scaling)]
+        text += ["", "METEOR by thread count, one process:", "", thread_table(scaling)]
     if "evaluate" not in skip:
         whole = evaluate_rows(lengths, args.images, args.rounds)
         rows += whole

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import import_extra, requires_pycocoevalcap, skip_reason
 
@@ -194,8 +196,84 @@ def test_two_results_for_one_image_name_it(files):
     results.imgToAnns[image].append({"image_id": image, "caption": "again"})
     evaluator = COCOEvalCap(coco, results)
     evaluator.params["image_id"] = results.getImgIds()
-    with pytest.raises(cocoeval.CaptionError, match=rf"{image}.*expected one result caption"):
+    with pytest.raises(cocoeval.CaptionError) as raised:
         evaluator.evaluate(verbose=False)
+    message = str(raised.value)
+    assert f"{image}" in message and "has 2 result captions: each image takes one result" in message
+    assert "params" not in message  # the hint for images without a result does not apply
+
+
+def test_a_results_file_with_two_captions_for_one_image_names_both_entries(files, tmp_path):
+    results = json.loads(files[1].read_text())
+    image = results[3]["image_id"]
+    bad = tmp_path / "results.json"
+    bad.write_text(json.dumps([*results, {"image_id": image, "caption": "again"}]))
+    with pytest.raises(cocoeval.DataFormatError) as raised:
+        cocoeval.load_files(files[0], bad)
+    message = str(raised.value)
+    assert str(bad) in message and f"second result for image {image!r} (entry 3" in message
+    assert "each image takes one result" in message
+
+
+def _spice_layout(root: Path, corenlp: bool) -> types.SimpleNamespace:
+    """pycocoevalcap 1.2's layout (a namespace package) with its SPICE folder and, if asked,
+    a stand-in CoreNLP jar; returns the spec that find_spec gives for pycocoevalcap.spice."""
+    folder = root / "pycocoevalcap" / "spice"
+    (folder / "lib").mkdir(parents=True)
+    (folder / "spice-1.0.jar").write_bytes(b"PK")
+    if corenlp:
+        (folder / "lib" / cocoeval.CORENLP_JAR).write_bytes(b"PK")
+    return types.SimpleNamespace(origin=str(folder / "__init__.py"), submodule_search_locations=[str(folder)])
+
+
+@pytest.mark.parametrize(
+    ("installed", "java", "corenlp", "reason"),
+    [
+        (False, True, True, "pycocoevalcap is not installed"),
+        (True, False, True, "'java' is not on PATH"),
+        (True, True, False, "Stanford CoreNLP is not installed"),
+        (True, True, True, None),
+    ],
+)
+def test_spice_finds_pycocoevalcap_as_a_namespace_package(
+    tmp_path, monkeypatch, installed, java, corenlp, reason
+):
+    spec = _spice_layout(tmp_path, corenlp)
+
+    def find_spec(name):
+        assert name == "pycocoevalcap.spice"  # never the namespace package's origin (None)
+        if not installed:
+            raise ModuleNotFoundError("No module named 'pycocoevalcap'")
+        return spec
+
+    monkeypatch.setattr(cocoeval.importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(cocoeval.shutil, "which", lambda name: "/usr/bin/java" if java else None)
+    found = cocoeval.spice_unavailable_reason()
+    if reason is None:
+        assert found is None
+    else:
+        assert found.endswith(reason) and "get_stanford_models" in found
+
+
+@requires_pycocoevalcap  # METEOR's data files
+def test_spice_values_go_into_img_to_eval_where_it_runs(files, monkeypatch):
+    """With Java and CoreNLP present, pycocoevalcap's Spice runs and its per-image F-scores
+    fill imgToEval (a stand-in Spice here: the real one needs CoreNLP's 1 GB)."""
+    spice_module = pytest.importorskip("pycocoevalcap.spice.spice")
+
+    class StandIn:
+        def compute_score(self, gts, res):
+            return 0.5, [{"All": {"f": 0.25 + k / 1000}} for k in range(len(res))]
+
+    monkeypatch.setattr(cocoeval, "spice_unavailable_reason", lambda: None)
+    monkeypatch.setattr(spice_module, "Spice", StandIn)
+    coco, results = cocoeval.load_files(*files)
+    evaluator = cocoeval.COCOEvalCap(coco, results)
+    evaluator.params["image_id"] = results.getImgIds()
+    evaluator.evaluate(verbose=False)
+    per_image = [evaluator.imgToEval[i]["SPICE"] for i in evaluator.params["image_id"]]
+    assert per_image == pytest.approx([0.25 + k / 1000 for k in range(len(per_image))])
+    assert evaluator.eval["SPICE"] == pytest.approx(np.mean(per_image))
 
 
 def _shuffled_results(files, folder: Path, drop_last: bool = False) -> Path:

@@ -1,7 +1,7 @@
 """The COCO caption metrics in one call, saying which could not run and why.
 
 BLEU, ROUGE-L and CIDEr come from capsim.eval.ngram (pure Python/NumPy).
-METEOR 1.5 comes from capsim.eval.meteor (pure Python, no Java), which reads
+METEOR 1.5 comes from capsim.eval.meteor (compiled by numba, no Java), which reads
 METEOR's data files from the installed pycocoevalcap; ``engine="jar"`` runs
 pycocoevalcap's meteor-1.5.jar through Java instead, as the oracle the Python
 one is checked against. SPICE is never offered, because pycocoevalcap's

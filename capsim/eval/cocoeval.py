@@ -68,20 +68,26 @@ class Unavailable(float):
 
 
 def spice_unavailable_reason() -> str | None:
-    """None when pycocoevalcap's SPICE can run here, else why not and what would bring it."""
-    spec = importlib.util.find_spec("pycocoevalcap")
-    if spec is None or spec.origin is None:
+    """None when pycocoevalcap's SPICE can run here, else why not and what would bring it.
+    pycocoevalcap 1.2 is a namespace package (no ``__init__``): its SPICE is found through
+    ``pycocoevalcap.spice``, whose folder holds the jar and, once fetched, CoreNLP."""
+    try:
+        spec = importlib.util.find_spec("pycocoevalcap.spice")
+    except ModuleNotFoundError:  # no pycocoevalcap at all
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
         return f"SPICE not computed: needs {SPICE_HINT}; pycocoevalcap is not installed"
     if shutil.which("java") is None:
         return f"SPICE not computed: needs {SPICE_HINT}; 'java' is not on PATH"
-    if not (Path(spec.origin).parent / "spice" / "lib" / CORENLP_JAR).is_file():
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    if not (folder / "lib" / CORENLP_JAR).is_file():
         return f"SPICE not computed: needs {SPICE_HINT}; Stanford CoreNLP is not installed"
     return None
 
 
 def _start_meteor(gts: dict, res: dict) -> Callable[[], list]:
-    """METEOR's statistics, begun (Meteor.start): its worker processes, if any, run
-    beside the metrics computed before the returned function is called."""
+    """METEOR's statistics, begun (Meteor.start): its threads run beside the metrics
+    computed before the returned function is called."""
     from capsim.eval.meteor import Meteor
 
     return Meteor().start(gts, res)
@@ -125,11 +131,15 @@ class COCOEvalCap:
             results = [a["caption"] for a in self.cocoRes.imgToAnns.get(image_id, [])]
             if not references:
                 raise CaptionError(image_id, "image has no reference caption in the annotations")
-            if len(results) != 1:
+            if not results:
                 raise CaptionError(
                     image_id,
-                    f"expected one result caption, found {len(results)} (score only the images "
-                    "you have results for: params['image_id'] = cocoRes.getImgIds())",
+                    "has no result caption (score only the images you have results for: "
+                    "params['image_id'] = cocoRes.getImgIds())",
+                )
+            if len(results) > 1:
+                raise CaptionError(
+                    image_id, f"has {len(results)} result captions: each image takes one result"
                 )
             gts[image_id], res[image_id] = references, results
         return gts, res
@@ -144,8 +154,8 @@ class COCOEvalCap:
         spice_reason = spice_unavailable_reason()
         self.metric_rows = []
         with concurrent.futures.ThreadPoolExecutor(max_workers=1) as background:
-            # Started first: an encoder (I2CE's) runs outside the GIL, beside the Python metrics,
-            # and METEOR's workers in their own processes; its share here is scored last.
+            # Started first: an encoder (I2CE's) and METEOR's compiled core run outside the
+            # GIL, in threads beside the Python metrics.
             extra = {n: background.submit(f, raw_gts, raw_res) for n, f in self.scorers.items()}
             meteor_statistics = _start_meteor(gts, res)
             try:
@@ -246,12 +256,18 @@ def load_files(annotations: str | Path, results: str | Path) -> tuple[CaptionFil
     )
     coco = CaptionFile(_entries(annotations, payload, "annotations"), images)
     result_entries = _entries(results, read_json_file(results), None)
+    first_result: dict[Any, int] = {}
     for index, entry in enumerate(result_entries):
-        if not coco.imgToAnns.get(entry["image_id"]):
+        image = entry["image_id"]
+        if not coco.imgToAnns.get(image):
+            raise DataFormatError(
+                results, f"entry {index} names image {image!r}, which has no caption in {annotations}"
+            )
+        if first_result.setdefault(image, index) != index:
             raise DataFormatError(
                 results,
-                f"entry {index} names image {entry['image_id']!r}, which has no caption in "
-                f"{annotations}",
+                f"entry {index} is a second result for image {image!r} (entry "
+                f"{first_result[image]} is the first): each image takes one result",
             )
     return coco, CaptionFile(result_entries)
 
