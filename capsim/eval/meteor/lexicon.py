@@ -24,7 +24,8 @@ class Lexicon:
         self._data = data
         self._stemmer = snowballstemmer.stemmer("english")
         self._stems: dict[str, str] = {}
-        self._synsets: dict[str, frozenset[str]] = {}
+        self._synsets: dict[str, tuple[int, ...]] = {}
+        self._synset_numbers: dict[str, int] = {}  # WordNet's synset ids, numbered as met
         self._hashes: dict[str, int] = {}
         self.function_words = data.function_words
 
@@ -41,10 +42,15 @@ class Lexicon:
             found = self._hashes[word] = word_hash(word)
         return found
 
-    def synsets(self, word: str) -> frozenset[str]:
+    def synsets(self, word: str) -> tuple[int, ...]:
+        """The word's WordNet synsets (after WordNet's base-form rules), each as a number
+        that stays the same for the process."""
         found = self._synsets.get(word)
         if found is None:
-            found = self._synsets[word] = self._lookup_synsets(word)
+            number = self._synset_numbers.setdefault
+            found = self._synsets[word] = tuple(
+                sorted(number(s, len(self._synset_numbers)) for s in self._lookup_synsets(word))
+            )
         return found
 
     def _lookup_synsets(self, word: str) -> frozenset[str]:

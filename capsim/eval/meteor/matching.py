@@ -89,7 +89,7 @@ class Batch(NamedTuple):
     stems: np.ndarray  # per word id
     function: np.ndarray  # per word id: a function word
     synset_at: np.ndarray
-    synsets: np.ndarray  # the call's own synset numbers
+    synsets: np.ndarray  # numbered for the process (Lexicon.synsets)
     span_at: np.ndarray
     span_start: np.ndarray
     span_length: np.ndarray
@@ -128,9 +128,15 @@ def find_spans(
             for length in range(1, min(max_words, end - start) + 1):
                 state = fold(state, word_hashes[words[start + length - 1]])
                 top = state >> BUCKET_SHIFT
-                low, high = buckets[top], buckets[top + 1]
-                at = low + np.searchsorted(keys[low:high], state)
-                if at == high or keys[at] != state:
+                at, high = buckets[top], buckets[top + 1]
+                bucket_end = high
+                while at < high:  # bisect the keys sharing the top 16 bits
+                    middle = (at + high) >> 1
+                    if keys[middle] < state:
+                        at = middle + 1
+                    else:
+                        high = middle
+                if at == bucket_end or keys[at] != state:
                     break
                 if kinds[at] & PHRASE:
                     found = _room(found, n)

@@ -119,17 +119,17 @@ class ParaphraseIndex:
     """The paraphrase table as sorted hashes: phrase i is the i-th smallest key.
 
     ``keys`` holds the hash of every phrase and of every proper prefix of one, and
-    ``kinds`` says which each is (PHRASE, PREFIX or both). ``pairs`` holds
-    ``source * len(keys) + target`` for every (source -> target) line of the table,
-    sorted, so a phrase's paraphrases are one contiguous slice; ``lines`` holds each
-    pair's position in the table, which is the order in which the jar tries a
-    phrase's paraphrases; ``table_lines`` is one more than the last line.
-    ``buckets[b]`` is the first key whose top 16 bits are b.
+    ``kinds`` says which each is (PHRASE, PREFIX or both). The paraphrases of phrase i
+    are ``paraphrases[paraphrase_at[i]:paraphrase_at[i + 1]]`` (phrase ids, ascending),
+    and ``lines`` holds each one's position in the table, which is the order in which
+    the jar tries a phrase's paraphrases; ``table_lines`` is one more than the last
+    line. ``buckets[b]`` is the first key whose top 16 bits are b.
     """
 
     keys: np.ndarray
     kinds: np.ndarray
-    pairs: np.ndarray
+    paraphrase_at: np.ndarray
+    paraphrases: np.ndarray
     lines: np.ndarray
     max_words: int
     buckets: np.ndarray = dataclasses.field(init=False, repr=False)
@@ -149,15 +149,15 @@ class ParaphraseIndex:
 
     def links(self, phrases: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(source, target, table line) of every listed pair among phrase ids ``phrases``."""
-        phrases = np.unique(phrases).astype(np.uint64)
-        size = np.uint64(len(self.keys))
-        starts = np.searchsorted(self.pairs, phrases * size)
-        stops = np.searchsorted(self.pairs, (phrases + np.uint64(1)) * size)
+        phrases = np.unique(np.asarray(phrases, dtype=np.int64))
+        if not len(phrases):
+            return phrases, phrases, np.zeros(0, np.uint32)
+        starts, stops = self.paraphrase_at[phrases], self.paraphrase_at[phrases + 1]
         counts = stops - starts
         at = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
         sources = np.repeat(phrases, counts)
-        targets = self.pairs[at] - sources * size
-        kept = np.isin(targets, phrases, assume_unique=False)
+        targets = self.paraphrases[at].astype(np.int64)
+        kept = phrases[np.minimum(np.searchsorted(phrases, targets), len(phrases) - 1)] == targets
         return sources[kept], targets[kept], self.lines[at[kept]]
 
 
@@ -188,16 +188,25 @@ def _build_index(source: Path) -> ParaphraseIndex:
     kinds[np.searchsorted(keys, phrases)] |= PHRASE
     kinds[np.searchsorted(keys, proper)] |= PREFIX
     rank = np.searchsorted(keys, phrases).astype(np.uint64)
-    keys_pairs = rank[src] * np.uint64(len(keys)) + rank[tgt]
-    kept, first = np.unique(keys_pairs, return_index=True)  # a pair listed twice keeps its first
-    return ParaphraseIndex(keys, kinds, kept, first.astype(np.uint32), int(lengths.max()))
+    size = np.uint64(len(keys))
+    kept, first = np.unique(rank[src] * size + rank[tgt], return_index=True)  # first listing
+    paraphrase_at = np.searchsorted(kept // size, np.arange(len(keys) + 1, dtype=np.uint64))
+    return ParaphraseIndex(
+        keys,
+        kinds,
+        paraphrase_at.astype(np.int64),
+        (kept % size).astype(np.uint32),
+        first.astype(np.uint32),
+        int(lengths.max()),
+    )
 
 
-def _index_paths(folder: Path) -> tuple[Path, Path, Path, Path, Path]:
+def _index_paths(folder: Path) -> tuple[Path, ...]:
     names = (
         "paraphrase-keys.npy",
         "paraphrase-kinds.npy",
-        "paraphrase-pairs.npy",
+        "paraphrase-at.npy",
+        "paraphrase-targets.npy",
         "paraphrase-lines.npy",
         "paraphrase.json",
     )
@@ -234,7 +243,8 @@ def _save_index(index: ParaphraseIndex, folder: Path, source: Path, stat: os.sta
     """Writes the index and its manifest, each file atomically (concurrent builders are safe)."""
     *arrays, manifest_path = _index_paths(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    saved = zip(arrays, (index.keys, index.kinds, index.pairs, index.lines), strict=True)
+    fields = (index.keys, index.kinds, index.paraphrase_at, index.paraphrases, index.lines)
+    saved = zip(arrays, fields, strict=True)
     for path, array in saved:
         partial = path.with_suffix(f".{os.getpid()}.npy")
         np.save(partial, array)

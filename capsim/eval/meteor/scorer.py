@@ -167,12 +167,7 @@ class Meteor:
         synsets = [words.synsets(w) for w in listed]
         synset_at = np.zeros(len(listed) + 1, np.int64)
         np.cumsum([len(found) for found in synsets], out=synset_at[1:])
-        numbers: dict[str, int] = {}
-        synset_ids = np.fromiter(
-            (numbers.setdefault(s, len(numbers)) for found in synsets for s in found),
-            np.int64,
-            synset_at[-1],
-        )
+        synset_ids = np.fromiter(itertools.chain.from_iterable(synsets), np.int64, synset_at[-1])
         hashes = np.fromiter(map(words.hash, listed), np.uint64, len(listed))
         index = self._index
         span_at, span_start, span_length, keys = matching.find_spans(
