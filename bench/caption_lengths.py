@@ -11,9 +11,9 @@ caption of the same images, in the same order, each cut to its first N PTB token
 same pairs in alternating rounds; the ratio is taken per round and reported as the
 median with min and max, beside the load average. Rows:
 
-- METEOR alone: ``capsim.eval.meteor.Meteor(threads=1)`` (one process, one thread)
-  against pycocoevalcap's ``Meteor`` (one warm JVM for the whole run, itself one
-  thread), ms per pair and jar / capsim;
+- METEOR alone: ``capsim.eval.meteor.Meteor`` in one process, with one thread and with
+  its default threads, against pycocoevalcap's ``Meteor`` (one warm JVM for the whole
+  run, warmed on each length first), ms per pair and jar / capsim;
 - METEOR with 1, 2 and 4 threads on the longest paragraphs (on 2 cores, 4 shows the
   overhead);
 - the whole ``evaluate()`` of capsim's ``COCOEvalCap`` (without I2CE, as pycocoevalcap
@@ -73,21 +73,24 @@ def paragraphs(count: int, words: int) -> tuple[dict, dict]:
 
 
 def meteor_rows(lengths: list[int], pairs: int, rounds: int, jar) -> list[dict]:
-    """METEOR alone, capsim in one process against the warm jar, per length."""
-    ours = Meteor(threads=1)
+    """METEOR alone per length: capsim in one process, with one thread and with its default
+    threads (the cores, up to 4), against the warm jar."""
+    one, default = Meteor(threads=1), Meteor()
     rows = []
     for words in lengths:
         gts, res = paragraphs(pairs, words)
-        ours.compute_score(gts, res)  # first call: compiles, loads the paraphrase index
-        jar.compute_score(gts, res)  # and warms the JVM's compiler on this length
+        for warm in (one, default, jar):  # compiles, loads the index, warms the JVM's compiler
+            warm.compute_score(gts, res)
         load_start = harness.load_average()
         seconds = harness.time_rounds(
             {
-                "capsim": lambda _, g=gts, r=res: ours.compute_score(g, r),
+                "capsim": lambda _, g=gts, r=res: one.compute_score(g, r),
                 "jar": lambda _, g=gts, r=res: jar.compute_score(g, r),
+                "capsim threads": lambda _, g=gts, r=res: default.compute_score(g, r),
             },
             rounds,
         )
+        threaded = harness.ratio_summary(seconds["capsim threads"], seconds["jar"])
         rows.append(
             {
                 "what": "meteor",
@@ -96,6 +99,9 @@ def meteor_rows(lengths: list[int], pairs: int, rounds: int, jar) -> list[dict]:
                 "capsim_ms_per_pair": 1e3 * float(np.median(seconds["capsim"])) / pairs,
                 "jar_ms_per_pair": 1e3 * float(np.median(seconds["jar"])) / pairs,
                 **harness.ratio_summary(seconds["capsim"], seconds["jar"]),
+                "threads": default._threads,
+                "threads_ms_per_pair": 1e3 * float(np.median(seconds["capsim threads"])) / pairs,
+                **{f"threads_{key}": value for key, value in threaded.items()},
                 "load_start": load_start,
                 "load_end": harness.load_average(),
             }
@@ -185,14 +191,18 @@ def _load(row: Mapping) -> str:
 
 
 def meteor_table(rows: list[dict]) -> str:
+    threads = rows[0]["threads"]
     lines = [
-        "| words | pairs | capsim ms/pair | jar ms/pair | jar / capsim | load |",
-        "|---:|---:|---:|---:|---:|---|",
+        "| words | pairs | jar ms/pair | capsim ms/pair, 1 thread | jar / capsim, 1 thread "
+        f"| capsim ms/pair, {threads} threads | jar / capsim, {threads} threads | load |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|",
     ]
     for row in rows:
+        threaded = {key[len("threads_") :]: row[key] for key in row if key.startswith("threads_")}
         lines.append(
-            f"| {row['words']} | {row['pairs']} | {row['capsim_ms_per_pair']:.3f} "
-            f"| {row['jar_ms_per_pair']:.3f} | {_ratio(row)} | {_load(row)} |"
+            f"| {row['words']} | {row['pairs']} | {row['jar_ms_per_pair']:.3f} "
+            f"| {row['capsim_ms_per_pair']:.3f} | {_ratio(row)} "
+            f"| {row['threads_ms_per_pair']:.3f} | {_ratio(threaded)} | {_load(row)} |"
         )
     return "\n".join(lines)
 

@@ -223,7 +223,9 @@ def _spice_layout(root: Path, corenlp: bool) -> types.SimpleNamespace:
     (folder / "spice-1.0.jar").write_bytes(b"PK")
     if corenlp:
         (folder / "lib" / cocoeval.CORENLP_JAR).write_bytes(b"PK")
-    return types.SimpleNamespace(origin=str(folder / "__init__.py"), submodule_search_locations=[str(folder)])
+    return types.SimpleNamespace(
+        origin=str(folder / "__init__.py"), submodule_search_locations=[str(folder)]
+    )
 
 
 @pytest.mark.parametrize(

@@ -221,7 +221,10 @@ def test_the_score_is_the_jars_to_the_last_bit(jar_meteor):
         test_len, ref_len = rng.randrange(1, 60), rng.randrange(1, 60)
         stats = [test_len, ref_len, rng.randrange(test_len + 1), rng.randrange(ref_len + 1)]
         stats += [rng.randrange(4) for _ in range(16)]
-        matched = sum(stats[4::4][:4]) + sum(stats[6::4][:4]), sum(stats[5::4][:4]) + sum(stats[7::4][:4])
+        matched = (
+            sum(stats[4::4][:4]) + sum(stats[6::4][:4]),
+            sum(stats[5::4][:4]) + sum(stats[7::4][:4]),
+        )
         stats += [rng.randrange(1, max(2, min(matched) + 1)), *matched]
         jar, ours = _jar_eval(jar_meteor, stats), meteor_from_stats(stats)
         exact += jar == ours

@@ -261,7 +261,8 @@ def load_files(annotations: str | Path, results: str | Path) -> tuple[CaptionFil
         image = entry["image_id"]
         if not coco.imgToAnns.get(image):
             raise DataFormatError(
-                results, f"entry {index} names image {image!r}, which has no caption in {annotations}"
+                results,
+                f"entry {index} names image {image!r}, which has no caption in {annotations}",
             )
         if first_result.setdefault(image, index) != index:
             raise DataFormatError(

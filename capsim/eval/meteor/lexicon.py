@@ -66,4 +66,3 @@ class Lexicon:
                         bases.append(base)
                         break
         return frozenset(s for base in bases for s in synsets.get(base, "").split())
-

@@ -57,7 +57,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from capsim.eval.meteor.resources import FOLD_START, PHRASE, PREFIX, BUCKET_SHIFT, fold
+from capsim.eval.meteor.resources import BUCKET_SHIFT, FOLD_START, PHRASE, PREFIX, fold
 
 EXACT, STEM, SYNONYM, PARAPHRASE = range(4)
 MODULE_COUNT = 4
@@ -71,6 +71,9 @@ MODULE_WEIGHTS = np.array([1.0, 0.6, 0.8, 0.6])  # exact, stem, synonym, paraphr
 CHUNK = np.int64(1 << 32)
 
 compiled = functools.partial(numba.njit, cache=True, nogil=True)
+# Small helpers of the hot loops, inlined where they are called: a call that passes arrays
+# counts their references atomically, which costs more than the helper's own work.
+inlined = functools.partial(numba.njit, cache=True, nogil=True, inline="always")
 
 
 class Batch(NamedTuple):
@@ -148,7 +151,7 @@ def find_spans(
     return span_at, found[:n, 0].copy(), found[:n, 1].copy(), found[:n, 2].copy()
 
 
-@compiled
+@inlined
 def _room(rows: np.ndarray, used: int) -> np.ndarray:
     """``rows``, doubled when full."""
     if used < rows.shape[0]:
@@ -158,7 +161,7 @@ def _room(rows: np.ndarray, used: int) -> np.ndarray:
     return bigger
 
 
-@compiled
+@inlined
 def _put(rows: np.ndarray, n: int, a: int, b: int, c: int, d: int, e: int, f: int, g: int):
     """``rows`` (doubled when full) with row ``n`` set to the seven values."""
     rows = _room(rows, n)
@@ -279,7 +282,7 @@ def candidates(batch: Batch, test: int, ref: int, scratch: tuple) -> np.ndarray:
     return rows[order, 2:]
 
 
-@compiled
+@inlined
 def _before(credit: np.ndarray, rank: np.ndarray, a: int, b: int) -> bool:
     """Partial ``a`` ranks before ``b``: more credit, else a lower chunks-and-distance rank,
     else it came first (the beam's sort is stable)."""
@@ -290,44 +293,76 @@ def _before(credit: np.ndarray, rank: np.ndarray, a: int, b: int) -> bool:
     return a < b
 
 
-@compiled
-def _ranked(credit: np.ndarray, rank: np.ndarray, count: int, keep: int) -> np.ndarray:
-    """The first ``keep`` of ``count`` partials in the beam's order (what a stable sort
-    by credit, high first, then rank, low first, and a cut would leave), by a heap of
-    the best so far: the grown partials far outnumber the beam."""
-    heap = np.empty(min(keep, count), np.int64)  # the worst kept partial on top
-    size = 0
-    for candidate in range(count):
-        if size < len(heap):
-            at = size
-            size += 1
-            while at > 0 and _before(credit, rank, heap[(at - 1) // 2], candidate):
-                heap[at] = heap[(at - 1) // 2]
-                at = (at - 1) // 2
-            heap[at] = candidate
-        elif _before(credit, rank, candidate, heap[0]):
-            at = 0
-            while True:  # sift the new partial down from the top
-                child = 2 * at + 1
-                if child >= size:
-                    break
-                if child + 1 < size and _before(credit, rank, heap[child], heap[child + 1]):
-                    child += 1
-                if not _before(credit, rank, candidate, heap[child]):
-                    break
-                heap[at] = heap[child]
-                at = child
-            heap[at] = candidate
-    for k in range(1, size):  # the kept few in order
-        moving, at = heap[k], k
-        while at > 0 and _before(credit, rank, moving, heap[at - 1]):
-            heap[at] = heap[at - 1]
+@inlined
+def _push(heap: np.ndarray, size: int, credit: np.ndarray, rank: np.ndarray, new: int) -> int:
+    """Offers partial ``new`` (the latest yet) to ``heap``, the best ``len(heap)`` partials
+    so far with the worst on top; returns the heap's new size."""
+    if size < len(heap):
+        at = size
+        while at > 0 and _before(credit, rank, heap[(at - 1) // 2], new):
+            heap[at] = heap[(at - 1) // 2]
+            at = (at - 1) // 2
+        heap[at] = new
+        return size + 1
+    if not _before(credit, rank, new, heap[0]):
+        return size
+    at = 0
+    while True:  # sift the new partial down from the top
+        child = 2 * at + 1
+        if child >= size:
+            break
+        if child + 1 < size and _before(credit, rank, heap[child], heap[child + 1]):
+            child += 1
+        if not _before(credit, rank, new, heap[child]):
+            break
+        heap[at] = heap[child]
+        at = child
+    heap[at] = new
+    return size
+
+
+@inlined
+def _in_order(heap: np.ndarray, size: int, credit: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """The partials of ``heap`` in the beam's order, by insertion from the heap's leaves
+    (the better ones) to its top (the worst): nearly in order already."""
+    out = heap[:size][::-1].copy()
+    for k in range(1, size):
+        moving, at = out[k], k
+        while at > 0 and _before(credit, rank, moving, out[at - 1]):
+            out[at] = out[at - 1]
             at -= 1
-        heap[at] = moving
-    return heap
+        out[at] = moving
+    return out
 
 
 @compiled
+def _ranked(credit: np.ndarray, rank: np.ndarray, count: int) -> np.ndarray:
+    """The first BEAM_SIZE of ``count`` partials in the beam's order (what a stable sort by
+    credit, high first, then rank, low first, and a cut would leave)."""
+    heap = np.empty(BEAM_SIZE, np.int64)
+    size = 0
+    for partial in range(count):
+        size = _push(heap, size, credit, rank, partial)
+    return _in_order(heap, size, credit, rank)
+
+
+@inlined
+def _credit(candidate: np.ndarray) -> int:
+    """What taking a match earns: 2 for an exact match, else candidate words // 2 +
+    reference words // 2."""
+    if candidate[4] == EXACT:
+        return 2
+    return candidate[2] // 2 + candidate[3] // 2
+
+
+@inlined
+def _settled(credit: int, rank: int, most: int, least: int) -> bool:
+    """A partial of ``credit`` and ``rank`` ranks before every partial grown after it with
+    at most ``most`` credit and at least ``least`` rank (a later partial loses a tie)."""
+    return credit > most or (credit == most and rank <= least)
+
+
+@inlined
 def _free(mask: np.ndarray, partial: int, start: int, length: int) -> bool:
     """No candidate word start..start + length - 1 is used by the partial."""
     for k in range(start, start + length):
@@ -368,6 +403,9 @@ def align(test_len: int, ref_len: int, found: np.ndarray) -> np.ndarray:
     grown_credit, grown_rank = np.empty(room, np.int64), np.empty(room, np.int64)
     grown_ref_end, grown_open_end = np.empty(room, np.int64), np.empty(room, np.int64)
     grown_from, grown_took = np.empty(room, np.int64), np.empty(room, np.int64)
+    heap = np.empty(BEAM_SIZE, np.int64)  # the grown partials the cut keeps, worst on top
+    gains = np.array([_credit(found[c]) for c in range(count)], np.int64)
+    shifts = np.abs(found[:, 0] - found[:, 1])
     links = np.empty((max(16, 4 * count), 2), np.int64)  # (candidate taken, link before)
     linked = 0
     paths, in_order, all_closed = 1, True, True
@@ -389,39 +427,58 @@ def align(test_len: int, ref_len: int, found: np.ndarray) -> np.ndarray:
             continue
         all_closed = False
         only = first if last - first == 1 and fixed[first] else -1
-        grown = 0
+        most = 0  # the most credit a match at p earns
+        for c in range(first, last):
+            most = max(most, gains[c])
+        grown = kept = 0
+        worst_credit = worst_rank = 0  # the cut's worst partial so far, once it is full
         for k in range(paths):
+            if kept == BEAM_SIZE and _settled(worst_credit, worst_rank, credit[k] + most, rank[k]):
+                break  # this partial and those after it grow only what the cut drops
             covered = ref_end[k] > p  # a match taken earlier covers p: it goes on unchanged
             lo, hi = (first, first) if covered else (only, only + 1) if only >= 0 else (first, last)
-            distance = rank[k]
+            distance, settled = rank[k], False
             for c in range(lo, hi):
-                j, i, tl, rl, module = found[c, 0], found[c, 1], found[c, 2], found[c, 3], found[c, 4]
+                i, tl = found[c, 1], found[c, 2]
                 if not _free(mask, k, i, tl):
                     continue
                 opens = open_end[k] >= 0 and open_end[k] != i  # a new chunk starts here
-                shift = abs(j - i)
-                grown_credit[grown] = credit[k] + (2 if module == EXACT else tl // 2 + rl // 2)
                 # A fixed match carries its own distance; a branch leaves it to its parent.
-                grown_rank[grown] = distance + (shift if only >= 0 else 0) + CHUNK * opens
-                grown_ref_end[grown], grown_open_end[grown] = j + rl, i + tl
-                grown_from[grown], grown_took[grown] = k, c
-                distance += shift
-                grown += 1
-            if covered or only < 0:  # the partial that takes nothing at p (or goes over it)
-                grown_credit[grown] = credit[k]
-                grown_rank[grown] = distance + CHUNK * (not covered and open_end[k] >= 0)
-                grown_ref_end[grown] = ref_end[k]
-                grown_open_end[grown] = open_end[k] if covered else -1
-                grown_from[grown], grown_took[grown] = k, -1
-                grown += 1
-        order = _ranked(grown_credit, grown_rank, grown, BEAM_SIZE)
+                new_rank = distance + (shifts[c] if only >= 0 else 0) + CHUNK * opens
+                new_credit = credit[k] + gains[c]
+                if kept < BEAM_SIZE or _settled(new_credit, new_rank, worst_credit, worst_rank - 1):
+                    grown_credit[grown], grown_rank[grown] = new_credit, new_rank
+                    grown_ref_end[grown] = found[c, 0] + found[c, 3]
+                    grown_open_end[grown] = i + tl
+                    grown_from[grown], grown_took[grown] = k, c
+                    kept = _push(heap, kept, grown_credit, grown_rank, grown)
+                    grown += 1
+                    if kept == BEAM_SIZE:
+                        worst_credit, worst_rank = grown_credit[heap[0]], grown_rank[heap[0]]
+                elif _settled(worst_credit, worst_rank, credit[k] + most, distance):
+                    settled = True  # its later branches and the partial itself rank lower still
+                    break
+                distance += shifts[c]
+            if not settled and (covered or only < 0):  # the partial taking nothing at p
+                new_rank = distance + CHUNK * (not covered and open_end[k] >= 0)
+                if kept < BEAM_SIZE or _settled(credit[k], new_rank, worst_credit, worst_rank - 1):
+                    grown_credit[grown], grown_rank[grown] = credit[k], new_rank
+                    grown_ref_end[grown] = ref_end[k]
+                    grown_open_end[grown] = open_end[k] if covered else -1
+                    grown_from[grown], grown_took[grown] = k, -1
+                    kept = _push(heap, kept, grown_credit, grown_rank, grown)
+                    grown += 1
+                    if kept == BEAM_SIZE:
+                        worst_credit, worst_rank = grown_credit[heap[0]], grown_rank[heap[0]]
+        order = _in_order(heap, kept, grown_credit, grown_rank)
         s_credit, s_rank, s_ref_end, s_open_end, s_link, s_mask = spare
         for k in range(len(order)):
             g = order[k]
             parent, c = grown_from[g], grown_took[g]
             s_credit[k], s_rank[k] = grown_credit[g], grown_rank[g]
             s_ref_end[k], s_open_end[k] = grown_ref_end[g], grown_open_end[g]
-            s_mask[k] = mask[parent]
+            for w in range(mask.shape[1]):
+                s_mask[k, w] = mask[parent, w]
             s_link[k] = link[parent]
             if c >= 0:
                 for w in range(found[c, 1], found[c, 1] + found[c, 2]):
@@ -467,16 +524,19 @@ def _partials(size: int, words: int) -> tuple:
 @compiled
 def _reordered(beam: tuple, spare: tuple, paths: int) -> tuple:
     """``spare`` filled with the beam's partials in the beam's order."""
-    order = _ranked(beam[0], beam[1], paths, BEAM_SIZE)
+    order = _ranked(beam[0], beam[1], paths)
     for k in range(len(order)):
-        for target, source in zip(spare[:5], beam[:5]):
-            target[k] = source[order[k]]
+        targets, sources = spare[:5], beam[:5]  # the partials' numbers; their words below
+        for field in range(5):
+            targets[field][k] = sources[field][order[k]]
         spare[5][k] = beam[5][order[k]]
     return spare
 
 
 @compiled
-def statistics(batch: Batch, test: int, ref: int, found: np.ndarray, taken: np.ndarray) -> np.ndarray:
+def statistics(
+    batch: Batch, test: int, ref: int, found: np.ndarray, taken: np.ndarray
+) -> np.ndarray:
     """The jar's sufficient statistics of one (candidate, reference) alignment.
 
     Test length, reference length, their function-word counts, then per module
@@ -544,6 +604,18 @@ def score(stats: np.ndarray) -> float:
     matched = (stats[CHUNKS + 1] + stats[CHUNKS + 2]) / 2.0
     fragmentation = 0.0 if unfragmented(stats) else stats[CHUNKS] / matched
     return max(0.0, fmean * (1 - GAMMA * fragmentation**BETA))
+
+
+@compiled
+def scores(rows: np.ndarray) -> np.ndarray:
+    """``score`` of each row of statistics."""
+    return np.array([score(rows[k]) for k in range(rows.shape[0])], np.float64)
+
+
+@compiled
+def unfragmented_rows(rows: np.ndarray) -> np.ndarray:
+    """``unfragmented`` of each row of statistics."""
+    return np.array([unfragmented(rows[k]) for k in range(rows.shape[0])], np.bool_)
 
 
 @compiled

@@ -73,7 +73,9 @@ def locate_files() -> MeteorFiles:
 
 def word_hash(word: str) -> int:
     """A stable 64-bit hash of one token (Python's hash() changes per process)."""
-    return int.from_bytes(hashlib.blake2b(word.encode(), digest_size=_HASH_BYTES).digest(), "little")
+    return int.from_bytes(
+        hashlib.blake2b(word.encode(), digest_size=_HASH_BYTES).digest(), "little"
+    )
 
 
 @numba.njit(cache=True, nogil=True)

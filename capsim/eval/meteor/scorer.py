@@ -57,7 +57,7 @@ def summable(per_caption: Sequence[Sequence[float]]) -> np.ndarray:
     aggregate of them: a caption matched word for word in one chunk (no
     fragmentation penalty) adds no chunk to the corpus count."""
     rows = np.array(per_caption, dtype=np.float64).reshape(len(per_caption), -1)
-    rows[:, CHUNKS] -= [matching.unfragmented(s) for s in rows]
+    rows[:, CHUNKS] -= matching.unfragmented_rows(rows)
     return rows
 
 
@@ -121,8 +121,7 @@ class Meteor:
     def compute_score(self, gts: References, res: Candidates) -> tuple[float, list[float]]:
         """Returns (corpus METEOR, per-caption METEOR in the order of ``gts``)."""
         stats = self.statistics(gts, res)
-        scores = [meteor_from_stats(s) for s in stats]
-        return meteor_from_stats(corpus_stats(stats)), scores
+        return meteor_from_stats(corpus_stats(stats)), matching.scores(stats).tolist()
 
     def statistics(self, gts: References, res: Candidates) -> np.ndarray:
         """[captions, 23]: each caption's statistics (its best reference's), in the order
@@ -140,7 +139,7 @@ class Meteor:
         with concurrent.futures.ThreadPoolExecutor(parts, "capsim-meteor") as pool:
             futures = [
                 pool.submit(matching.caption_statistics, batch, first, last)
-                for first, last in zip(bounds, bounds[1:], strict=False)
+                for first, last in itertools.pairwise(bounds)
             ]
             pool.shutdown(wait=False)
         return lambda: np.concatenate([future.result() for future in futures])
