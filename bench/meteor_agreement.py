@@ -1,6 +1,8 @@
-"""Pure-Python METEOR (capsim.eval.meteor) against pycocoevalcap's meteor-1.5.jar: agreement and speed.
+"""METEOR without Java (capsim.eval.meteor) against pycocoevalcap's meteor-1.5.jar: agreement,
+arithmetic and speed.
 
     python bench/meteor_agreement.py [--coco 3000] [--rounds 3] [--show 25] [--out FILE]
+                                     [--statistics 6000]
 
 Agreement: every Flickr8k-Expert candidate with its references, and ``--coco``
 COCO val2017 captions each against the other captions of its image (line
@@ -9,6 +11,10 @@ line protocol), scored by the jar through pycocoevalcap's ``Meteor`` and by
 ``capsim.eval.meteor.Meteor``. Prints a markdown table (share of per-caption
 scores within 1e-6 of the jar, largest difference, corpus scores) and the
 ``--show`` largest differing cases; ``--out`` writes them all as JSON.
+
+Arithmetic: ``--statistics`` random statistic tuples sent to the jar's EVAL line,
+each score compared bit for bit with ``meteor_from_stats``, and the two references'
+statistics that tie in exact arithmetic (tests/test_meteor.py TIED) scored by both.
 
 Speed, on the Flickr8k-Expert set, the jar as users run it (JVM start and its
 paraphrase table load included): cold is a fresh process per side (interpreter
@@ -30,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import argparse
 import json
 import os
+import random
 import subprocess
 import tempfile
 import time
@@ -39,9 +46,17 @@ import numpy as np
 from bench import harness
 from capsim import cache
 from capsim.eval.judgment_sets import load_set
-from capsim.eval.meteor import Meteor
+from capsim.eval.meteor import Meteor, meteor_from_stats
 
 TOLERANCE = 1e-6
+# Two references' statistics that tie in exact arithmetic (the same candidate of 7 words;
+# 11 words with 4 exact matches in 2 chunks, 21 words with 6 in 3) and the jar's EVAL of
+# each: in its floating-point order the second is one ulp higher, so it keeps the second.
+TIED = (
+    [7, 11, 2, 2, 2, 2, 2, 2] + [0] * 12 + [2, 4, 4],
+    [7, 21, 2, 1, 5, 5, 1, 1] + [0] * 12 + [3, 6, 6],
+)
+TIED_JAR_SCORES = (0.14049107706538985, 0.14049107706538988)
 FLICKR8K = harness.SHARED_DATA / "flickr8k"
 COCO_CAPTIONS = harness.SHARED_DATA / "coco" / "captions_val2017.json"
 # One side's cold run: a fresh interpreter that imports its scorer and scores the set once.
@@ -129,6 +144,63 @@ def agreement_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def random_statistics(rng: random.Random) -> list[int]:
+    """One caption's 23 statistics, drawn so that every count is consistent."""
+    test_len, ref_len = rng.randrange(1, 80), rng.randrange(1, 80)
+    test_func, ref_func = rng.randrange(test_len + 1), rng.randrange(ref_len + 1)
+    per_module = []
+    for _ in range(4):
+        per_module += [
+            rng.randrange((test_len - test_func) // 4 + 1),
+            rng.randrange((ref_len - ref_func) // 4 + 1),
+            rng.randrange(test_func // 4 + 1),
+            rng.randrange(ref_func // 4 + 1),
+        ]
+    test_matched = sum(per_module[0::4]) + sum(per_module[2::4])
+    ref_matched = sum(per_module[1::4]) + sum(per_module[3::4])
+    chunks = rng.randrange(1, max(2, min(test_matched, ref_matched) + 1))
+    if not (test_matched and ref_matched):
+        chunks = 0
+    return [test_len, ref_len, test_func, ref_func, *per_module, chunks, test_matched, ref_matched]
+
+
+def jar_eval(jar, stats: list[int]) -> float:
+    """The jar's score of one caption's statistics, by its EVAL line."""
+    with jar.lock:
+        jar.meteor_p.stdin.write(f"EVAL ||| {' '.join(map(str, stats))}\n".encode())
+        jar.meteor_p.stdin.flush()
+        score = float(jar.meteor_p.stdout.readline().strip())
+        jar.meteor_p.stdout.readline()  # the corpus score of the one caption
+    return score
+
+
+def arithmetic(jar, count: int, seed: int = 0) -> dict:
+    """Random statistics and the constructed tie, through the jar's EVAL and ours."""
+    rng = random.Random(seed)
+    equal = near = 0
+    for _ in range(count):
+        stats = random_statistics(rng)
+        theirs, ours = jar_eval(jar, stats), meteor_from_stats(stats)
+        equal += theirs == ours
+        near += abs(theirs - ours) <= 2 * np.spacing(theirs)
+    tie = [(jar_eval(jar, stats), meteor_from_stats(stats)) for stats in TIED]
+    return {"statistics": count, "bit_equal": equal, "within_2_ulp": near, "tie": tie}
+
+
+def arithmetic_table(figures: dict) -> str:
+    tie = figures["tie"]
+    return "\n".join(
+        [
+            "| statistics | equal bit for bit | within 2 ulp |",
+            "|---:|---:|---:|",
+            f"| {figures['statistics']} | {figures['bit_equal']} | {figures['within_2_ulp']} |",
+            "",
+            "The tie (11 words with 4 matches, 21 with 6; equal in exact arithmetic), "
+            f"jar: {tie[0][0]!r} < {tie[1][0]!r}; capsim: {tie[0][1]!r} < {tie[1][1]!r}",
+        ]
+    )
+
+
 def cold_seconds(side: str, data_file: str) -> float:
     """Wall-clock seconds of a fresh process scoring the set once (the jar: JVM start too)."""
     script = COLD_BODY.format(import_line=COLD_SCRIPTS[side])
@@ -200,6 +272,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating timing rounds")
     parser.add_argument("--show", type=int, default=25, help="differing cases to print")
     parser.add_argument("--out", type=Path, default=None, help="write every figure and case here")
+    parser.add_argument("--statistics", type=int, default=6000, help="random tuples for EVAL")
     args = parser.parse_args(argv)
 
     from pycocoevalcap.meteor.meteor import Meteor as JarMeteor
@@ -210,7 +283,7 @@ def main(argv: list[str] | None = None) -> None:
         agreement("Flickr8k-Expert", *flickr, jar, ours),
         agreement("COCO val2017 (leave one out)", *coco_leave_one_out(args.coco), jar, ours),
     ]
-    print("## METEOR: pure Python against meteor-1.5.jar\n")
+    print("## METEOR: capsim against meteor-1.5.jar\n")
     print(agreement_table(rows))
     differing = sorted(
         (c for row in rows for c in row["differing"]), key=lambda c: -c["difference"]
@@ -221,6 +294,9 @@ def main(argv: list[str] | None = None) -> None:
             f"- {case['set']} {case['id']}: jar {case['jar']:.4f}, python {case['python']:.4f}: "
             f"{case['candidate']!r} vs {case['references']!r}"
         )
+    sums = arithmetic(jar, args.statistics)
+    print("\n## METEOR's arithmetic: random statistics through the jar's EVAL\n")
+    print(arithmetic_table(sums))
     figures = speed(*flickr, jar, ours, args.rounds)
     print(
         f"\nSpeed on the {figures['captions']} Flickr8k-Expert captions (5 references each), "
@@ -230,7 +306,8 @@ def main(argv: list[str] | None = None) -> None:
     print(speed_table(figures))
     print(f"\nOne-off paraphrase index build: {figures['index_build_seconds']:.1f} s")
     if args.out:
-        args.out.write_text(json.dumps({"agreement": rows, "speed": figures}, indent=1))
+        payload = {"agreement": rows, "arithmetic": sums, "speed": figures}
+        args.out.write_text(json.dumps(payload, indent=1))
     del jar  # pycocoevalcap's Meteor stops its JVM when collected
 
 

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from conftest import import_extra
 
+from bench.meteor_agreement import TIED, TIED_JAR_SCORES, jar_eval, random_statistics
 from capsim import cache
 from capsim.errors import CaptionError
 from capsim.eval.meteor import (
@@ -174,16 +175,6 @@ def test_score_formula_matches_the_jar_on_known_statistics():
     assert meteor_from_stats(corpus) == pytest.approx(0.46221706839461557, abs=1e-12)
 
 
-# Two references' statistics that tie in exact arithmetic (the same candidate of 7 words;
-# 11 words with 4 exact matches in 2 chunks, 21 words with 6 in 3) and the jar's EVAL of
-# each: in its floating-point order the second is one ulp higher, so it keeps the second.
-TIED = (
-    [7, 11, 2, 2, 2, 2, 2, 2] + [0] * 12 + [2, 4, 4],
-    [7, 21, 2, 1, 5, 5, 1, 1] + [0] * 12 + [3, 6, 6],
-)
-TIED_JAR_SCORES = (0.14049107706538985, 0.14049107706538988)
-
-
 def test_a_tie_in_exact_arithmetic_breaks_as_in_the_jar():
     from fractions import Fraction
 
@@ -200,36 +191,18 @@ def test_a_tie_in_exact_arithmetic_breaks_as_in_the_jar():
     assert tuple(meteor_from_stats(s) for s in TIED) == TIED_JAR_SCORES  # bit for bit
 
 
-def _jar_eval(jar_meteor, stats) -> float:
-    """The jar's score of one caption's statistics (its EVAL line)."""
-    with jar_meteor.lock:
-        line = "EVAL ||| " + " ".join(str(int(x)) for x in stats)
-        jar_meteor.meteor_p.stdin.write(f"{line}\n".encode())
-        jar_meteor.meteor_p.stdin.flush()
-        caption = float(jar_meteor.meteor_p.stdout.readline().strip())
-        jar_meteor.meteor_p.stdout.readline()  # the corpus line of this one caption
-    return caption
-
-
 def test_the_score_is_the_jars_to_the_last_bit(jar_meteor):
     """Random statistics through the jar's EVAL: equal bit for bit, but where the JVM's
     Math.pow rounds a fragmentation differently from C's pow (1 of 746 values seen: a
     1-ulp difference)."""
-    assert tuple(_jar_eval(jar_meteor, s) for s in TIED) == TIED_JAR_SCORES
-    rng, exact, near = random.Random(1), 0, 0
+    assert tuple(jar_eval(jar_meteor, s) for s in TIED) == TIED_JAR_SCORES
+    rng, equal, near = random.Random(1), 0, 0
     for _ in range(400):
-        test_len, ref_len = rng.randrange(1, 60), rng.randrange(1, 60)
-        stats = [test_len, ref_len, rng.randrange(test_len + 1), rng.randrange(ref_len + 1)]
-        stats += [rng.randrange(4) for _ in range(16)]
-        matched = (
-            sum(stats[4::4][:4]) + sum(stats[6::4][:4]),
-            sum(stats[5::4][:4]) + sum(stats[7::4][:4]),
-        )
-        stats += [rng.randrange(1, max(2, min(matched) + 1)), *matched]
-        jar, ours = _jar_eval(jar_meteor, stats), meteor_from_stats(stats)
-        exact += jar == ours
+        stats = random_statistics(rng)
+        jar, ours = jar_eval(jar_meteor, stats), meteor_from_stats(stats)
+        equal += jar == ours
         near += abs(jar - ours) <= 2 * np.spacing(jar)
-    assert near == 400 and exact >= 396, (exact, near)
+    assert near == 400 and equal >= 396, (equal, near)
 
 
 def _found(*rows) -> np.ndarray:
