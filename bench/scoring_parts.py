@@ -218,10 +218,11 @@ model).
 
 {suite_table(suite)}
 
-METEOR phase by phase (`capsim.eval.meteor`, pure Python, all in one process; each phase's
-functions timed inside a real call, in the same rounds): the sentences (normalisation, paraphrase-table
-spans, synonyms), the four matchers, the score bounds that spare searches, the jar's
-alignment search and the statistics; the rest is the loop between them. {goal_budget(suite)}
+METEOR phase by phase (`capsim.eval.meteor`, one process, one thread; each phase timed inside
+a real call, in the same rounds): preparing the call's arrays in Python (normalisation, word
+tables, the paraphrase-table spans and links) and the compiled core (the matchers, the jar's
+alignment search, the statistics and scores); the rest is the checks and the corpus score.
+{goal_budget(suite)}
 
 {meteor_phase_table(suite)}
 """

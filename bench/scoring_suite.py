@@ -26,7 +26,7 @@ from i2ce_jax.scorer import I2CEScorer
 
 SUITE_METRICS = ("tokenise", "BLEU", "METEOR", "ROUGE-L", "CIDEr", "I2CE")
 METEOR_PHASES = ("prepare", "compiled core")
-GOAL_RATIO = 10  # issue 32 section 4: the whole evaluate() at 10x pycocoevalcap's
+GOAL_RATIO = 20  # issue 41: the whole evaluate() at 20x pycocoevalcap's on these files
 
 
 def write_coco_files(gts: Mapping, res: Mapping, folder: Path) -> tuple[Path, Path]:
@@ -121,11 +121,11 @@ def _suite_metrics(gts: Mapping, res: Mapping) -> tuple[dict, dict]:
 def _meteor_phase_clocks(seconds: dict[str, float]):
     """Adds the seconds spent in each METEOR phase (METEOR_PHASES) to ``seconds`` while
     active, by wrapping the functions the scorer calls: the real call's own path."""
-    from capsim.eval.meteor import matching
+    from capsim.eval.meteor import statistics
 
     targets = [
         (Meteor, "prepare", "prepare"),  # normalised captions, words, phrases: Python
-        (matching, "caption_statistics", "compiled core"),  # matchers, search, scores
+        (statistics, "caption_statistics", "compiled core"),  # matchers, search, scores
     ]
 
     def clocked(function: Callable, phase: str) -> Callable:
@@ -255,7 +255,7 @@ def meteor_phase_table(row: Mapping) -> str:
 
 
 def goal_budget(row: Mapping) -> str:
-    """Where this run stands against the 10x goal, from its medians."""
+    """Where this run stands against the goal (GOAL_RATIO), from its medians."""
     budget = np.median(row["pycocoevalcap"]) / GOAL_RATIO
     ours = np.median(row["capsim"])
     standing = "within it" if ours <= budget else f"{ours - budget:.2f} s over it"

@@ -79,18 +79,18 @@ def test_the_suite_times_both_evaluators_and_each_metric():
 
 
 def test_meteor_phase_clocks_time_the_real_call_and_leave_it_unchanged():
-    from capsim.eval.meteor import Meteor, MeteorResourceError, matching
+    from capsim.eval.meteor import Meteor, MeteorResourceError, statistics
 
     try:
         meteor = Meteor()
     except MeteorResourceError as error:  # no pycocoevalcap: no METEOR data
         pytest.skip(str(error))
-    core = matching.caption_statistics
+    core = statistics.caption_statistics
     clocks: dict[str, float] = {}
     with scoring_suite._meteor_phase_clocks(clocks):
         timed = meteor.compute_score(GTS, RES)
     assert timed == meteor.compute_score(GTS, RES)
-    assert matching.caption_statistics is core  # the wrappers are gone
+    assert statistics.caption_statistics is core  # the wrappers are gone
     # Every phase ran.
     assert set(clocks) == set(scoring_suite.METEOR_PHASES)
     assert all(seconds > 0 for seconds in clocks.values())

@@ -21,14 +21,15 @@ from capsim.eval.meteor import (
     Meteor,
     MeteorResourceError,
     corpus_stats,
-    matching,
     meteor_from_stats,
     resources,
 )
 from capsim.eval.meteor import normalize as normalize_module
 from capsim.eval.meteor import scorer as scorer_module
-from capsim.eval.meteor.matching import EXACT, PARAPHRASE, STEM, align
+from capsim.eval.meteor.alignment import align
+from capsim.eval.meteor.matching import EXACT, PARAPHRASE, STEM
 from capsim.eval.meteor.normalize import normalize
+from capsim.eval.meteor.statistics import CHUNKS
 
 TOLERANCE = 1e-6
 GOLDEN_FILE = "golden/pycocoevalcap_flickr8k_expert.json"
@@ -237,7 +238,7 @@ def test_the_beam_keeps_forty_partials_of_a_long_repetitive_pair(meteor):
     the one at its own position (no distance, one chunk)."""
     words = " ".join(["a"] * 60)
     stats = meteor.statistics({0: [words]}, {0: [words]})
-    assert stats[0, matching.CHUNKS :].tolist() == [1, 60, 60]
+    assert stats[0, CHUNKS:].tolist() == [1, 60, 60]
     assert meteor_from_stats(stats[0]) == 1.0
 
 

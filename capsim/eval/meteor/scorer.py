@@ -14,7 +14,8 @@ would corrupt the jar's line protocol, so they are refused with the id.
 
 The words, stems, synonyms and phrases of a call are looked up here, in Python,
 once per distinct caption and word; the matchers, the alignment search and the
-scores run compiled (capsim.eval.meteor.matching), in threads beside the caller.
+scores run compiled (capsim.eval.meteor.matching, .alignment, .statistics), in threads
+beside the caller.
 """
 
 from __future__ import annotations
@@ -29,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from capsim.errors import CaptionError
-from capsim.eval.meteor import lexicon, matching, resources
-from capsim.eval.meteor.matching import CHUNKS
+from capsim.eval.meteor import lexicon, matching, resources, statistics
 from capsim.eval.meteor.normalize import normalize
+from capsim.eval.meteor.statistics import CHUNKS
 
 FIELD_SEPARATOR = "|||"  # METEOR's stdio protocol separator
 MAX_THREADS = 4  # threads that run the compiled search side by side, by default
@@ -44,7 +45,7 @@ Candidates = Mapping[Hashable, Sequence[str]]
 
 def meteor_from_stats(stats: Sequence[float]) -> float:
     """METEOR from the jar's 23 sufficient statistics (one caption's or a corpus sum)."""
-    return matching.score(np.asarray(stats, dtype=np.float64))
+    return statistics.score(np.asarray(stats, dtype=np.float64))
 
 
 def corpus_stats(per_caption: Sequence[Sequence[float]]) -> np.ndarray:
@@ -57,7 +58,7 @@ def summable(per_caption: Sequence[Sequence[float]]) -> np.ndarray:
     aggregate of them: a caption matched word for word in one chunk (no
     fragmentation penalty) adds no chunk to the corpus count."""
     rows = np.array(per_caption, dtype=np.float64).reshape(len(per_caption), -1)
-    rows[:, CHUNKS] -= matching.unfragmented_rows(rows)
+    rows[:, CHUNKS] -= statistics.unfragmented_rows(rows)
     return rows
 
 
@@ -121,7 +122,7 @@ class Meteor:
     def compute_score(self, gts: References, res: Candidates) -> tuple[float, list[float]]:
         """Returns (corpus METEOR, per-caption METEOR in the order of ``gts``)."""
         stats = self.statistics(gts, res)
-        return meteor_from_stats(corpus_stats(stats)), matching.scores(stats).tolist()
+        return meteor_from_stats(corpus_stats(stats)), statistics.scores(stats).tolist()
 
     def statistics(self, gts: References, res: Candidates) -> np.ndarray:
         """[captions, 23]: each caption's statistics (its best reference's), in the order
@@ -136,12 +137,12 @@ class Meteor:
         batch = self.prepare(candidates, references)
         parts = max(1, min(self._threads, len(candidates) // PART_MIN_CAPTIONS))
         bounds = np.linspace(0, len(candidates), parts + 1).astype(int).tolist()
-        with concurrent.futures.ThreadPoolExecutor(parts, "capsim-meteor") as pool:
-            futures = [
-                pool.submit(matching.caption_statistics, batch, first, last)
-                for first, last in itertools.pairwise(bounds)
-            ]
-            pool.shutdown(wait=False)
+        pool = concurrent.futures.ThreadPoolExecutor(parts, "capsim-meteor")
+        futures = [
+            pool.submit(statistics.caption_statistics, batch, first, last)
+            for first, last in itertools.pairwise(bounds)
+        ]
+        pool.shutdown(wait=False)  # returns now; its threads end with their parts
         return lambda: np.concatenate([future.result() for future in futures])
 
     def prepare(self, candidates: list[str], references: list[list[str]]) -> matching.Batch:

@@ -1,0 +1,289 @@
+"""METEOR 1.5's alignment search, as the jar behaves, compiled.
+
+The alignment is the jar's beam search over the reference, left to right. A
+partial alignment carries its credit, chunks, distance, the words it uses and
+whether a chunk is open (and where it ends in the candidate). A candidate match
+is fixed when it is the only one starting at its reference word and no other
+match covers any of its words. At every reference position p = 0..L (L the
+reference length, positions without matches included) the partials are stably
+sorted by credit (high first), chunks (few first) and distance (small first),
+and the first BEAM_SIZE are kept. Then each, in that order:
+
+- at p = L an open chunk closes (chunks + 1);
+- a partial whose taken match covers p goes on unchanged, and a fixed match at
+  p is taken;
+- otherwise each match starting at p that uses no taken word makes a branch, a
+  copy of the partial as it is now: credit + 2 for an exact match, else
+  candidate words // 2 + reference words // 2 (so a one-to-one stem, synonym
+  or paraphrase match earns nothing); chunks + 1 if an open chunk does not end
+  where the match starts in the candidate; the match's end opens the chunk.
+  After each branch the *parent's* distance (not the branch's) grows by
+  |reference start - candidate start|. The parent then goes on after its
+  branches as the path that skips p, closing an open chunk.
+
+After p = L one more sort ranks the partials the same way and the first wins.
+Chunks are counted when they close, which shapes the rankings on the way.
+Written from that description (the jar's Java is LGPL), it gives every
+Flickr8k-Expert and COCO caption of bench/meteor_agreement.py the jar's score.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from capsim.eval.meteor.matching import EXACT, compiled, inlined, with_room
+
+BEAM_SIZE = 40
+# A partial's chunks and distance ranked as one integer, as the jar's beam orders them.
+CHUNK = np.int64(1 << 32)
+
+
+@inlined
+def _before(credit: np.ndarray, rank: np.ndarray, a: int, b: int) -> bool:
+    """Partial ``a`` ranks before ``b``: more credit, else a lower chunks-and-distance rank,
+    else it came first (the beam's sort is stable)."""
+    if credit[a] != credit[b]:
+        return credit[a] > credit[b]
+    if rank[a] != rank[b]:
+        return rank[a] < rank[b]
+    return a < b
+
+
+@inlined
+def _push(heap: np.ndarray, size: int, credit: np.ndarray, rank: np.ndarray, new: int) -> int:
+    """Offers partial ``new`` (the latest yet) to ``heap``, the best ``len(heap)`` partials
+    so far with the worst on top; returns the heap's new size."""
+    if size < len(heap):
+        at = size
+        while at > 0 and _before(credit, rank, heap[(at - 1) // 2], new):
+            heap[at] = heap[(at - 1) // 2]
+            at = (at - 1) // 2
+        heap[at] = new
+        return size + 1
+    if not _before(credit, rank, new, heap[0]):
+        return size
+    at = 0
+    while True:  # sift the new partial down from the top
+        child = 2 * at + 1
+        if child >= size:
+            break
+        if child + 1 < size and _before(credit, rank, heap[child], heap[child + 1]):
+            child += 1
+        if not _before(credit, rank, new, heap[child]):
+            break
+        heap[at] = heap[child]
+        at = child
+    heap[at] = new
+    return size
+
+
+@inlined
+def _in_order(heap: np.ndarray, size: int, credit: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """The partials of ``heap`` in the beam's order, by insertion from the heap's leaves
+    (the better ones) to its top (the worst): nearly in order already."""
+    out = heap[:size][::-1].copy()
+    for k in range(1, size):
+        moving, at = out[k], k
+        while at > 0 and _before(credit, rank, moving, out[at - 1]):
+            out[at] = out[at - 1]
+            at -= 1
+        out[at] = moving
+    return out
+
+
+@compiled
+def _ranked(credit: np.ndarray, rank: np.ndarray, count: int) -> np.ndarray:
+    """The first BEAM_SIZE of ``count`` partials in the beam's order (what a stable sort by
+    credit, high first, then rank, low first, and a cut would leave)."""
+    heap = np.empty(BEAM_SIZE, np.int64)
+    size = 0
+    for partial in range(count):
+        size = _push(heap, size, credit, rank, partial)
+    return _in_order(heap, size, credit, rank)
+
+
+@inlined
+def _credit(candidate: np.ndarray) -> int:
+    """What taking a match earns: 2 for an exact match, else candidate words // 2 +
+    reference words // 2."""
+    if candidate[4] == EXACT:
+        return 2
+    return candidate[2] // 2 + candidate[3] // 2
+
+
+@inlined
+def _settled(credit: int, rank: int, most: int, least: int) -> bool:
+    """A partial of ``credit`` and ``rank`` ranks before every partial grown after it with
+    at most ``most`` credit and at least ``least`` rank (a later partial loses a tie)."""
+    return credit > most or (credit == most and rank <= least)
+
+
+@inlined
+def _free(mask: np.ndarray, partial: int, start: int, length: int) -> bool:
+    """No candidate word start..start + length - 1 is used by the partial."""
+    for k in range(start, start + length):
+        if mask[partial, k >> 6] >> np.uint64(k & 63) & np.uint64(1):
+            return False
+    return True
+
+
+@compiled
+def align(test_len: int, ref_len: int, found: np.ndarray) -> np.ndarray:
+    """The jar's alignment of one candidate with one reference: the rows of ``found``
+    (from ``candidates``) it keeps, in reference order (see the module docstring)."""
+    count = found.shape[0]
+    test_cover = np.zeros(test_len, np.int64)
+    ref_cover = np.zeros(ref_len, np.int64)
+    for c in range(count):
+        j, i, tl, rl = found[c, 0], found[c, 1], found[c, 2], found[c, 3]
+        test_cover[i : i + tl] += 1
+        ref_cover[j : j + rl] += 1
+    fixed = np.ones(count, np.bool_)
+    for c in range(count):
+        j, i, tl, rl = found[c, 0], found[c, 1], found[c, 2], found[c, 3]
+        for k in range(i, i + tl):
+            fixed[c] &= test_cover[k] == 1
+        for k in range(j, j + rl):
+            fixed[c] &= ref_cover[k] == 1
+    if fixed.all():  # nothing to choose: every candidate is taken
+        return np.arange(count)
+    group = np.searchsorted(found[:, 0], np.arange(ref_len + 1))  # candidates by ref start
+    room = BEAM_SIZE * (np.max(group[1:] - group[:-1]) + 1)
+    # The beam's partials: credit, chunks-and-distance rank, end of the last match in the
+    # reference, end of the open chunk in the candidate (-1: none), last link, candidate
+    # words used; a second set of them to build the next beam in.
+    beam = _partials(BEAM_SIZE, (test_len + 63) >> 6)
+    spare = _partials(BEAM_SIZE, (test_len + 63) >> 6)
+    # Grown partials, before the cut keeps BEAM_SIZE of them: the partial they grew from
+    # and the candidate they took (-1: none); their words and link are built once kept.
+    grown_credit, grown_rank = np.empty(room, np.int64), np.empty(room, np.int64)
+    grown_ref_end, grown_open_end = np.empty(room, np.int64), np.empty(room, np.int64)
+    grown_from, grown_took = np.empty(room, np.int64), np.empty(room, np.int64)
+    heap = np.empty(BEAM_SIZE, np.int64)  # the grown partials the cut keeps, worst on top
+    gains = np.array([_credit(found[c]) for c in range(count)], np.int64)
+    shifts = np.abs(found[:, 0] - found[:, 1])
+    links = np.empty((max(16, 4 * count), 2), np.int64)  # (candidate taken, link before)
+    linked = 0
+    paths, in_order, all_closed = 1, True, True
+    for p in range(ref_len):
+        first, last = group[p], group[p + 1]
+        if first == last and all_closed:
+            continue  # nothing changes at p; the next sort and cut do what these would
+        if not in_order:  # chunks closed since the last cut: rank the beam again
+            beam, spare = _reordered(beam, spare, paths), beam
+            in_order = True
+        credit, rank, ref_end, open_end, link, mask = beam
+        if first == last:  # each partial goes on, closing its open chunk unless it covers p
+            for k in range(paths):
+                if ref_end[k] <= p and open_end[k] >= 0:
+                    rank[k] += CHUNK
+                    open_end[k] = -1
+                    in_order = False
+            all_closed = ref_cover[p] == 0  # no candidate covers p, so none goes on open
+            continue
+        all_closed = False
+        only = first if last - first == 1 and fixed[first] else -1
+        most = 0  # the most credit a match at p earns
+        for c in range(first, last):
+            most = max(most, gains[c])
+        grown = kept = 0
+        worst_credit = worst_rank = 0  # the cut's worst partial so far, once it is full
+        for k in range(paths):
+            if kept == BEAM_SIZE and _settled(worst_credit, worst_rank, credit[k] + most, rank[k]):
+                break  # this partial and those after it grow only what the cut drops
+            covered = ref_end[k] > p  # a match taken earlier covers p: it goes on unchanged
+            lo, hi = (first, first) if covered else (only, only + 1) if only >= 0 else (first, last)
+            distance, settled = rank[k], False
+            for c in range(lo, hi):
+                i, tl = found[c, 1], found[c, 2]
+                if not _free(mask, k, i, tl):
+                    continue
+                opens = open_end[k] >= 0 and open_end[k] != i  # a new chunk starts here
+                # A fixed match carries its own distance; a branch leaves it to its parent.
+                new_rank = distance + (shifts[c] if only >= 0 else 0) + CHUNK * opens
+                new_credit = credit[k] + gains[c]
+                if kept < BEAM_SIZE or _settled(new_credit, new_rank, worst_credit, worst_rank - 1):
+                    grown_credit[grown], grown_rank[grown] = new_credit, new_rank
+                    grown_ref_end[grown] = found[c, 0] + found[c, 3]
+                    grown_open_end[grown] = i + tl
+                    grown_from[grown], grown_took[grown] = k, c
+                    kept = _push(heap, kept, grown_credit, grown_rank, grown)
+                    grown += 1
+                    if kept == BEAM_SIZE:
+                        worst_credit, worst_rank = grown_credit[heap[0]], grown_rank[heap[0]]
+                elif _settled(worst_credit, worst_rank, credit[k] + most, distance):
+                    settled = True  # its later branches and the partial itself rank lower still
+                    break
+                distance += shifts[c]
+            if not settled and (covered or only < 0):  # the partial taking nothing at p
+                new_rank = distance + CHUNK * (not covered and open_end[k] >= 0)
+                if kept < BEAM_SIZE or _settled(credit[k], new_rank, worst_credit, worst_rank - 1):
+                    grown_credit[grown], grown_rank[grown] = credit[k], new_rank
+                    grown_ref_end[grown] = ref_end[k]
+                    grown_open_end[grown] = open_end[k] if covered else -1
+                    grown_from[grown], grown_took[grown] = k, -1
+                    kept = _push(heap, kept, grown_credit, grown_rank, grown)
+                    grown += 1
+                    if kept == BEAM_SIZE:
+                        worst_credit, worst_rank = grown_credit[heap[0]], grown_rank[heap[0]]
+        order = _in_order(heap, kept, grown_credit, grown_rank)
+        s_credit, s_rank, s_ref_end, s_open_end, s_link, s_mask = spare
+        for k in range(len(order)):
+            g = order[k]
+            parent, c = grown_from[g], grown_took[g]
+            s_credit[k], s_rank[k] = grown_credit[g], grown_rank[g]
+            s_ref_end[k], s_open_end[k] = grown_ref_end[g], grown_open_end[g]
+            for w in range(mask.shape[1]):
+                s_mask[k, w] = mask[parent, w]
+            s_link[k] = link[parent]
+            if c >= 0:
+                for w in range(found[c, 1], found[c, 1] + found[c, 2]):
+                    s_mask[k, w >> 6] |= np.uint64(1) << np.uint64(w & 63)
+                links = with_room(links, linked)
+                links[linked, 0], links[linked, 1] = c, link[parent]
+                s_link[k] = linked
+                linked += 1
+        beam, spare = spare, beam
+        paths = len(order)
+    if not in_order:
+        beam = _reordered(beam, spare, paths)
+    credit, rank, ref_end, open_end, link, mask = beam
+    # At p = L every open chunk closes; the final ranking has no further key.
+    best = 0
+    for k in range(paths):
+        closed = rank[k] + CHUNK * (open_end[k] >= 0)
+        if credit[k] > credit[best] or (
+            credit[k] == credit[best] and closed < rank[best] + CHUNK * (open_end[best] >= 0)
+        ):
+            best = k
+    taken = []
+    at = link[best]
+    while at >= 0:
+        taken.append(links[at, 0])
+        at = links[at, 1]
+    return np.array(taken[::-1], np.int64)
+
+
+@compiled
+def _partials(size: int, words: int) -> tuple:
+    """Room for ``size`` partials (see align), the first one empty."""
+    return (
+        np.zeros(size, np.int64),
+        np.zeros(size, np.int64),
+        np.zeros(size, np.int64),
+        np.full(size, -1, np.int64),
+        np.full(size, -1, np.int64),
+        np.zeros((size, words), np.uint64),
+    )
+
+
+@compiled
+def _reordered(beam: tuple, spare: tuple, paths: int) -> tuple:
+    """``spare`` filled with the beam's partials in the beam's order."""
+    order = _ranked(beam[0], beam[1], paths)
+    for k in range(len(order)):
+        targets, sources = spare[:5], beam[:5]  # the partials' numbers; their words below
+        for field in range(5):
+            targets[field][k] = sources[field][order[k]]
+        spare[5][k] = beam[5][order[k]]
+    return spare
