@@ -32,8 +32,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
-import contextlib
-import io
 import json
 import tempfile
 from collections.abc import Mapping
@@ -41,7 +39,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from bench import harness
-from bench.scoring_suite import _NoSpice, write_coco_files
+from bench.scoring_suite import _evaluate, _NoSpice, write_coco_files
 from capsim.eval import cocoeval
 from capsim.eval.meteor import Meteor
 from capsim.eval.ptb import ptb_tokenize
@@ -134,18 +132,6 @@ def thread_rows(words: int, pairs: int, rounds: int, counts: list[int]) -> list[
         }
         for n in counts
     ]
-
-
-def _evaluate(module: object, annotations: Path, results: Path) -> None:
-    """``COCOEvalCap(coco, coco.loadRes(results)).evaluate()`` as users write it."""
-    from pycocotools.coco import COCO
-
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        coco = COCO(str(annotations))
-        predicted = coco.loadRes(str(results))
-        evaluator = module.COCOEvalCap(coco, predicted)
-        evaluator.params["image_id"] = predicted.getImgIds()
-        evaluator.evaluate()
 
 
 def evaluate_rows(lengths: list[int], images: int, rounds: int) -> list[dict]:
