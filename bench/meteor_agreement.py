@@ -132,7 +132,7 @@ def agreement(name: str, gts: dict, res: dict, jar, ours: Meteor) -> dict:
 def agreement_table(rows: list[dict]) -> str:
     lines = [
         "| set | captions | within 1e-6 of the jar | largest difference "
-        "| corpus (jar) | corpus (python) | corpus difference |",
+        "| corpus (jar) | corpus (capsim) | corpus difference |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
     for row in rows:
@@ -182,7 +182,7 @@ def arithmetic(jar, count: int, seed: int = 0) -> dict:
         stats = random_statistics(rng)
         theirs, ours = jar_eval(jar, stats), meteor_from_stats(stats)
         equal += theirs == ours
-        near += abs(theirs - ours) <= 2 * np.spacing(theirs)
+        near += bool(abs(theirs - ours) <= 2 * np.spacing(theirs))
     tie = [(jar_eval(jar, stats), meteor_from_stats(stats)) for stats in TIED]
     return {"statistics": count, "bit_equal": equal, "within_2_ulp": near, "tie": tie}
 
@@ -254,7 +254,7 @@ def speed(gts: dict, res: dict, jar, ours: Meteor, rounds: int) -> dict:
 
 def speed_table(figures: dict) -> str:
     lines = [
-        "| run | jar (median s) | python (median s) | speed-up median [min, max] |",
+        "| run | jar (median s) | capsim (median s) | speed-up median [min, max] |",
         "|---|---:|---:|---:|",
     ]
     for name in ("cold", "warm"):
