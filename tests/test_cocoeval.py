@@ -261,7 +261,7 @@ def test_spice_finds_pycocoevalcap_as_a_namespace_package(
 def test_spice_values_go_into_img_to_eval_where_it_runs(files, monkeypatch):
     """With Java and CoreNLP present, pycocoevalcap's Spice runs and its per-image F-scores
     fill imgToEval (a stand-in Spice here: the real one needs CoreNLP's 1 GB)."""
-    spice_module = pytest.importorskip("pycocoevalcap.spice.spice")
+    spice_module = import_extra("pycocoevalcap.spice.spice")
 
     class StandIn:
         def compute_score(self, gts, res):
