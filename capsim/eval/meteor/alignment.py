@@ -202,6 +202,7 @@ def align(test_len: int, ref_len: int, found: np.ndarray) -> np.ndarray:
                 # A fixed match carries its own distance; a branch leaves it to its parent.
                 new_rank = distance + (shifts[c] if only >= 0 else 0) + CHUNK * opens
                 new_credit = credit[k] + gains[c]
+                # Kept while the cut has room, or if it ranks before the cut's worst.
                 if kept < BEAM_SIZE or _settled(new_credit, new_rank, worst_credit, worst_rank - 1):
                     grown_credit[grown], grown_rank[grown] = new_credit, new_rank
                     grown_ref_end[grown] = found[c, 0] + found[c, 3]
