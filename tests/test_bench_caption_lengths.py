@@ -44,7 +44,9 @@ def test_tables_show_each_ratio_with_its_range_and_the_load():
         "load_end": 1.5,
     }
     table = caption_lengths.meteor_table([meteor])
-    assert "| 40 | 300 | 1.200 | 0.150 | **8.0×** (6.5-9.2) | 0.100 | **12.0×** (10.0-13.0) |" in table
+    row = "| 40 | 300 | 1.200 | 0.150 | **8.0×** (6.5-9.2) | 0.100 | **12.0×** (10.0-13.0) |"
+    assert row in table
     assert "2 threads" in table and "1.00 / 1.50" in table
     whole = {**meteor, "images": 500, "capsim_s": 0.5, "pycocoevalcap_s": 9.0}
-    assert "| 40 | 500 | 0.50 | 9.00 | **8.0×** (6.5-9.2) |" in caption_lengths.evaluate_table([whole])
+    table = caption_lengths.evaluate_table([whole])
+    assert "| 40 | 500 | 0.50 | 9.00 | **8.0×** (6.5-9.2) |" in table
