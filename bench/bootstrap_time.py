@@ -26,8 +26,8 @@ import time
 
 from bench.harness import SHARED_DATA, load_average, update_section
 from capsim.cache import use_compilation_cache
-from capsim.eval import cocoeval
-from capsim.eval.bootstrap import format_report
+from capsim.metrics import cocoeval
+from capsim.metrics.bootstrap import format_report
 from capsim.tables import format_table
 from i2ce_jax.cocoeval import SCORERS
 

@@ -11,7 +11,7 @@ caption of the same images, in the same order, each cut to its first N PTB token
 same pairs in alternating rounds; the ratio is taken per round and reported as the
 median with min and max, beside the load average. Rows:
 
-- METEOR alone: ``capsim.eval.meteor.Meteor`` in one process, with one thread and with
+- METEOR alone: ``capsim.metrics.meteor.Meteor`` in one process, with one thread and with
   its default threads, against pycocoevalcap's ``Meteor`` (one warm JVM for the whole
   run, warmed on each length first), ms per pair and jar / capsim;
 - METEOR with 1, 2 and 4 threads on the longest paragraphs (on 2 cores, 4 shows the
@@ -40,9 +40,9 @@ import numpy as np
 
 from bench import harness
 from bench.scoring_suite import _evaluate, _NoSpice, write_coco_files
-from capsim.eval import cocoeval
-from capsim.eval.meteor import Meteor
-from capsim.eval.ptb import ptb_tokenize
+from capsim.metrics import cocoeval
+from capsim.metrics.meteor import Meteor
+from capsim.metrics.tokenizer import ptb_tokenize
 
 SECTION = "## Caption metrics against caption length"
 COCO_CAPTIONS = harness.SHARED_DATA / "coco" / "captions_val2017.json"

@@ -38,8 +38,8 @@ from bench.i2ce_dev_retrieval import (
 )
 from capsim.eval import judgment_harness
 from capsim.eval.judgment_sets import load_set
-from capsim.eval.pooling import pool_similarities
 from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
+from capsim.metrics.pooling import pool_similarities
 from capsim.tables import format_table
 from i2ce_jax.scorer import I2CEScorer
 

@@ -37,10 +37,10 @@ import numpy as np
 from bench import minilm
 from bench.harness import update_section
 from capsim.eval import judgment_harness
-from capsim.eval.coco_metrics import compute_meteor, meteor_available
 from capsim.eval.judgment_sets import load_set
-from capsim.eval.pooling import pool_similarities
-from capsim.eval.tfidf import TfidfCosine
+from capsim.metrics.coco_metrics import compute_meteor, meteor_available
+from capsim.metrics.pooling import pool_similarities
+from capsim.metrics.tfidf import TfidfCosine
 from capsim.tables import format_table
 from i2ce_jax.scorer import I2CEScorer
 

@@ -41,8 +41,8 @@ from bench.harness import (
 from bench.i2ce_dev_retrieval import dev_splits, evaluate, model_loaders, model_parser
 from capsim.eval import judgment_harness
 from capsim.eval.judgment_sets import load_set
-from capsim.eval.pooling import pool_similarities
 from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
+from capsim.metrics.pooling import pool_similarities
 from capsim.tables import format_table
 from i2ce_jax.scorer import I2CEScorer
 

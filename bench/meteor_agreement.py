@@ -1,4 +1,4 @@
-"""METEOR without Java (capsim.eval.meteor) against pycocoevalcap's meteor-1.5.jar: agreement,
+"""METEOR without Java (capsim.metrics.meteor) against pycocoevalcap's meteor-1.5.jar: agreement,
 arithmetic and speed.
 
     python bench/meteor_agreement.py [--coco 3000] [--rounds 3] [--show 25] [--out FILE]
@@ -8,7 +8,7 @@ Agreement: every Flickr8k-Expert candidate with its references, and ``--coco``
 COCO val2017 captions each against the other captions of its image (line
 breaks inside captions flattened to spaces, since they would break the jar's
 line protocol), scored by the jar through pycocoevalcap's ``Meteor`` and by
-``capsim.eval.meteor.Meteor``. Prints a markdown table (share of per-caption
+``capsim.metrics.meteor.Meteor``. Prints a markdown table (share of per-caption
 scores within 1e-6 of the jar, largest difference, corpus scores) and the
 ``--show`` largest differing cases; ``--out`` writes them all as JSON.
 
@@ -46,7 +46,7 @@ import numpy as np
 from bench import harness
 from capsim import cache
 from capsim.eval.judgment_sets import load_set
-from capsim.eval.meteor import Meteor, meteor_from_stats
+from capsim.metrics.meteor import Meteor, meteor_from_stats
 
 TOLERANCE = 1e-6
 # Two references' statistics that tie in exact arithmetic (the same candidate of 7 words;
@@ -61,7 +61,7 @@ FLICKR8K = harness.SHARED_DATA / "flickr8k"
 COCO_CAPTIONS = harness.SHARED_DATA / "coco" / "captions_val2017.json"
 # One side's cold run: a fresh interpreter that imports its scorer and scores the set once.
 COLD_SCRIPTS = {
-    "python": "from capsim.eval.meteor import Meteor as M",
+    "python": "from capsim.metrics.meteor import Meteor as M",
     "jar": "from pycocoevalcap.meteor.meteor import Meteor as M",
 }
 COLD_BODY = """
@@ -213,7 +213,7 @@ def index_build_seconds() -> float:
     """The one-off paraphrase index build, into a throwaway cache folder."""
     with tempfile.TemporaryDirectory() as folder:
         script = (
-            "from capsim.eval.meteor import resources as r\n"
+            "from capsim.metrics.meteor import resources as r\n"
             "r.paraphrase_index(r.locate_files().paraphrases)"
         )
         began = time.perf_counter()

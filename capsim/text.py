@@ -2,7 +2,7 @@
 
 Models want every token (punctuation carries signal for a language model); the
 n-gram metrics read pycocoevalcap's PTBTokenizer output instead, which
-capsim.eval.ptb reproduces.
+capsim.metrics.tokenizer reproduces.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
     python -m i2ce_jax.cocoeval --annotations A.json --results sysA.json
         --results sysB.json --bootstrap 1000 --seed 0
 
-capsim.eval.cocoeval's evaluator and command (every option, the bootstrap
+capsim.metrics.cocoeval's evaluator and command (every option, the bootstrap
 included), with the packaged ``base`` model's I2CE passed in as a scorer of the raw
 captions: the shared core never imports a paper package, the paper plugs into it.
 """
@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from capsim.cache import use_compilation_cache
-from capsim.eval import cocoeval
+from capsim.metrics import cocoeval
 from i2ce_jax.scorer import I2CEScorer
 
 
@@ -30,7 +30,7 @@ SCORERS: dict[str, cocoeval.RawScorer] = {"I2CE": i2ce_score}
 
 
 class COCOEvalCap(cocoeval.COCOEvalCap):
-    """capsim.eval.cocoeval.COCOEvalCap with the I2CE column (and any other ``scorers``)."""
+    """capsim.metrics.cocoeval.COCOEvalCap with the I2CE column (and any other ``scorers``)."""
 
     def __init__(
         self, coco: Any, cocoRes: Any, scorers: Mapping[str, cocoeval.RawScorer] | None = None

@@ -30,7 +30,7 @@ from capsim import text
 from capsim.checkpoints import find_model_checkpoint, restore_model
 from capsim.embed import Embedded, embed_sentences, module_encoder
 from capsim.errors import CaptionError, CheckpointError
-from capsim.eval.pooling import pool_similarities
+from capsim.metrics.pooling import pool_similarities
 from capsim.workdir import CONFIG_FILE, VOCAB_FILE, load_config
 from i2ce_jax.model import build_model
 

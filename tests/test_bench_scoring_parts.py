@@ -79,7 +79,7 @@ def test_the_suite_times_both_evaluators_and_each_metric():
 
 
 def test_meteor_phase_clocks_time_the_real_call_and_leave_it_unchanged():
-    from capsim.eval.meteor import Meteor, MeteorResourceError, statistics
+    from capsim.metrics.meteor import Meteor, MeteorResourceError, statistics
 
     try:
         meteor = Meteor()

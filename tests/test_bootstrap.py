@@ -1,4 +1,4 @@
-"""Bootstrap intervals and paired tests (capsim.eval.bootstrap) against NumPy loops and
+"""Bootstrap intervals and paired tests (capsim.metrics.bootstrap) against NumPy loops and
 against the metrics recomputed on resampled caption sets."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from capsim.eval import bootstrap
-from capsim.eval.bootstrap import bleu_rows, mean_rows, meteor_rows
-from capsim.eval.meteor import Meteor, MeteorResourceError
-from capsim.eval.ngram import Bleu
+from capsim.metrics import bootstrap
+from capsim.metrics.bleu import Bleu
+from capsim.metrics.bootstrap import bleu_rows, mean_rows, meteor_rows
+from capsim.metrics.meteor import Meteor, MeteorResourceError
 
 GTS = {
     f"img{k}": refs

@@ -10,16 +10,16 @@ import pytest
 from conftest import skip_reason
 
 from capsim.errors import CaptionError
-from capsim.eval import coco_metrics
-from capsim.eval.coco_metrics import (
+from capsim.metrics import coco_metrics
+from capsim.metrics.coco_metrics import (
     MetricUnavailable,
     compute_caption_metrics,
     compute_meteor,
+    compute_ngram_metrics,
     meteor_available,
     spice_unavailable_reason,
 )
-from capsim.eval.meteor import MeteorResourceError, resources
-from capsim.eval.ngram import compute_ngram_metrics
+from capsim.metrics.meteor import MeteorResourceError, resources
 
 GOLDEN_FILE = "golden/pycocoevalcap_flickr8k_expert.json"
 METEOR_ROWS = slice(0, None, 283)  # 20 rows spread over the whole file

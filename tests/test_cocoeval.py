@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from conftest import import_extra, requires_pycocoevalcap, skip_reason
 
-from capsim.eval import cocoeval
-from capsim.eval.coco_metrics import meteor_available
-from capsim.eval.cocoeval import Unavailable
+from capsim.metrics import cocoeval
+from capsim.metrics.coco_metrics import meteor_available
+from capsim.metrics.cocoeval import Unavailable
 from i2ce_jax import cocoeval as i2ce_cocoeval
 from i2ce_jax.cocoeval import COCOEvalCap
 

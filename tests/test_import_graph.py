@@ -142,6 +142,49 @@ def test_the_shared_core_imports_no_paper_package():
     assert not offenders, offenders
 
 
+CAPTION_METRICS = (
+    "ptb",
+    "ptb_tables",
+    "ngram",
+    "ngram_counts",
+    "meteor",
+    "coco_metrics",
+    "cocoeval",
+    "bootstrap",
+    "tfidf",
+    "pooling",
+    "bleu",
+    "rouge",
+    "cider",
+    "tokenizer",
+)
+
+
+def test_the_caption_metrics_import_no_harness():
+    """capsim.metrics is what users compute; capsim.eval holds the harnesses that judge
+    models with it (docs/architecture.md). The harnesses use the metrics, never the reverse."""
+    graph = import_graph()
+    offenders = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        if module.startswith("capsim.metrics")
+        for target in targets
+        if target == "capsim.eval" or target.startswith("capsim.eval.")
+    )
+    assert not offenders, offenders
+    assert any(t.startswith("capsim.metrics") for t in graph["capsim.eval.judgment_harness"])
+
+
+def test_capsim_eval_holds_no_caption_metric():
+    """The metrics moved once, with no alias module left behind in capsim/eval/."""
+    left = sorted(
+        path.name
+        for path in (REPO / "capsim" / "eval").iterdir()
+        if path.stem in CAPTION_METRICS or path.name == "ptb_characters.txt"
+    )
+    assert not left, left
+
+
 def test_the_paper_rule_sees_a_planted_import(tmp_path):
     """The rule reads function-level imports too: one planted in a capsim module is caught."""
     planted = tmp_path / "capsim" / "eval"

@@ -17,19 +17,19 @@ from conftest import import_extra
 from bench.meteor_agreement import TIED, TIED_JAR_SCORES, jar_eval, random_statistics
 from capsim import cache
 from capsim.errors import CaptionError
-from capsim.eval.meteor import (
+from capsim.metrics.meteor import (
     Meteor,
     MeteorResourceError,
     corpus_stats,
     meteor_from_stats,
     resources,
 )
-from capsim.eval.meteor import normalize as normalize_module
-from capsim.eval.meteor import scorer as scorer_module
-from capsim.eval.meteor.alignment import align
-from capsim.eval.meteor.matching import EXACT, PARAPHRASE, STEM
-from capsim.eval.meteor.normalize import normalize
-from capsim.eval.meteor.statistics import CHUNKS
+from capsim.metrics.meteor import normalize as normalize_module
+from capsim.metrics.meteor import scorer as scorer_module
+from capsim.metrics.meteor.alignment import align
+from capsim.metrics.meteor.matching import EXACT, PARAPHRASE, STEM
+from capsim.metrics.meteor.normalize import normalize
+from capsim.metrics.meteor.statistics import CHUNKS
 
 TOLERANCE = 1e-6
 GOLDEN_FILE = "golden/pycocoevalcap_flickr8k_expert.json"

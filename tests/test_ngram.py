@@ -11,16 +11,11 @@ import pytest
 from conftest import import_extra
 
 from capsim.errors import CaptionError
-from capsim.eval.ngram import (
-    BLEU_SMALL,
-    BLEU_TINY,
-    Bleu,
-    CiderD,
-    Rouge,
-    compute_ngram_metrics,
-    lcs_lengths,
-)
-from capsim.eval.ngram_counts import pair_ngrams
+from capsim.metrics.bleu import BLEU_SMALL, BLEU_TINY, Bleu
+from capsim.metrics.cider import CiderD
+from capsim.metrics.coco_metrics import compute_ngram_metrics
+from capsim.metrics.ngram_counts import pair_ngrams
+from capsim.metrics.rouge import Rouge, lcs_lengths
 
 GOLDEN_FILE = "golden/pycocoevalcap_flickr8k_expert.json"
 NGRAM_METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "ROUGE-L", "CIDEr")

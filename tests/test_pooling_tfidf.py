@@ -11,8 +11,8 @@ import pytest
 from test_correlation import expert_tau_c, load_expert_protocol
 
 from capsim.errors import CaptionError
-from capsim.eval.pooling import pool_similarities
-from capsim.eval.tfidf import TfidfCosine
+from capsim.metrics.pooling import pool_similarities
+from capsim.metrics.tfidf import TfidfCosine
 
 SIMS = np.array([[0.1, 0.5, 0.3, 0.9], [0.2, 0.8, -7.0, 99.0]])
 MASK = np.array([[True, True, True, True], [True, True, False, False]])

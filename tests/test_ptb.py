@@ -12,8 +12,8 @@ from conftest import import_extra
 
 from bench.ptb_agreement import generated_lines, real_sentences
 from capsim.errors import CaptionError
-from capsim.eval import ptb
-from capsim.eval.ptb import PTBTokenizer, ptb_tokenize, tokenize_lines
+from capsim.metrics import tokenizer as ptb
+from capsim.metrics.tokenizer import PTBTokenizer, ptb_tokenize, tokenize_lines
 
 # What the jar writes (pycocoevalcap's punctuation dropped) for each line alone.
 JAR_TOKENS = {

@@ -14,7 +14,6 @@ import numpy as np
 
 from capsim.data.judgments import Judgment, PairJudgment
 from capsim.errors import DataFormatError
-from capsim.eval.coco_metrics import compute_caption_metrics
 from capsim.eval.correlation import (
     CORRELATIONS,
     MIN_SYSTEMS,
@@ -22,7 +21,8 @@ from capsim.eval.correlation import (
     system_level_agreement,
 )
 from capsim.eval.judgment_sets import JudgmentProtocol, judgment_set
-from capsim.eval.ptb import ptb_tokenize
+from capsim.metrics.coco_metrics import compute_caption_metrics
+from capsim.metrics.tokenizer import ptb_tokenize
 
 PERCENT = 100.0
 # A scorer follows pycocoevalcap's contract: compute_score(gts, res) -> (corpus, per-caption).

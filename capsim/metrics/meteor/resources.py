@@ -31,7 +31,7 @@ import numba
 import numpy as np
 
 from capsim.cache import cache_dir
-from capsim.eval.meteor.normalize import parse_prefixes
+from capsim.metrics.meteor.normalize import parse_prefixes
 
 INSTALL_HINT = "pip install pycocoevalcap==1.2  (the [baselines] extra of this repo)"
 JAR_NAME = "meteor-1.5.jar"

@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from scipy import sparse
 
-from capsim.eval.ngram_counts import Candidates, References, pair_ngrams
-from capsim.eval.pooling import DEFAULT_POOLING, pool_similarities, top_k_of_mode
+from capsim.metrics.ngram_counts import Candidates, References, pair_ngrams
+from capsim.metrics.pooling import DEFAULT_POOLING, pool_similarities, top_k_of_mode
 
 TFIDF_MAX_ORDER = 2
 

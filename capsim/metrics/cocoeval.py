@@ -1,18 +1,18 @@
 """pycocoevalcap's ``COCOEvalCap`` as a drop-in, in Python, open to extra raw-text scorers.
 
-    from capsim.eval.cocoeval import COCOEvalCap   # was: from pycocoevalcap.eval import ...
+    from capsim.metrics.cocoeval import COCOEvalCap   # was: from pycocoevalcap.eval import ...
     evaluator = COCOEvalCap(coco, coco.loadRes("results.json"))
     evaluator.params["image_id"] = evaluator.cocoRes.getImgIds()
     evaluator.evaluate()            # .eval, .imgToEval, .evalImgs as pycocoevalcap fills them
 
-    python -m capsim.eval.cocoeval --annotations captions.json --results results.json [--out F]
-    python -m capsim.eval.cocoeval --annotations A.json --results sysA.json
+    python -m capsim.metrics.cocoeval --annotations captions.json --results results.json [--out F]
+    python -m capsim.metrics.cocoeval --annotations A.json --results sysA.json
         --results sysB.json --bootstrap 1000 --seed 0   # intervals; p-values against sysA
 
-``evaluator.bootstrap(...)`` does the same from Python (capsim.eval.bootstrap says how).
-The PTB tokenisation comes from capsim.eval.ptb (the jar's tokens on every caption
-of the differential tests), BLEU-1..4, ROUGE-L and CIDEr-D from capsim.eval.ngram
-and METEOR 1.5 from capsim.eval.meteor (the jar's score on every caption of the
+``evaluator.bootstrap(...)`` does the same from Python (capsim.metrics.bootstrap says how).
+The PTB tokenisation comes from capsim.metrics.tokenizer (the jar's tokens on every caption
+of the differential tests), BLEU-1..4, ROUGE-L and CIDEr-D from capsim.metrics.bleu, .rouge and .cider
+and METEOR 1.5 from capsim.metrics.meteor (the jar's score on every caption of the
 differential tests); no Java is needed. ``scorers`` adds metrics that read the raw
 captions (pycocoevalcap's ``compute_score`` contract), each computed in a thread
 beside the others: i2ce_jax.cocoeval passes the packaged I2CE model this way, and
@@ -37,10 +37,12 @@ from typing import Any
 
 from capsim.data.captions import read_json_file
 from capsim.errors import CapsimError, CaptionError, DataFormatError
-from capsim.eval import bootstrap
-from capsim.eval.ngram import DEFAULT_MAX_ORDER, Bleu, CiderD, Rouge
-from capsim.eval.ngram_counts import pair_ngrams
-from capsim.eval.ptb import ptb_tokenize
+from capsim.metrics import bootstrap
+from capsim.metrics.bleu import Bleu
+from capsim.metrics.cider import CiderD
+from capsim.metrics.ngram_counts import DEFAULT_MAX_ORDER, pair_ngrams
+from capsim.metrics.rouge import Rouge
+from capsim.metrics.tokenizer import ptb_tokenize
 
 CORENLP_JAR = "stanford-corenlp-3.6.0.jar"
 SPICE_HINT = (
@@ -88,7 +90,7 @@ def spice_unavailable_reason() -> str | None:
 def _start_meteor(gts: dict, res: dict) -> Callable[[], list]:
     """METEOR's statistics, begun (Meteor.start): its threads run beside the metrics
     computed before the returned function is called."""
-    from capsim.eval.meteor import Meteor
+    from capsim.metrics.meteor import Meteor
 
     return Meteor().start(gts, res)
 
@@ -205,7 +207,7 @@ class COCOEvalCap:
     ) -> dict:
         """Each metric's score with its bootstrap interval over images and, for each of
         ``others`` (evaluated on the same images), the difference to this system with a
-        paired bootstrap and an approximate-randomization p-value; see capsim.eval.bootstrap.
+        paired bootstrap and an approximate-randomization p-value; see capsim.metrics.bootstrap.
         Call evaluate() on every evaluator first."""
         systems = {name: self, **(others or {})}
         for other_name, evaluator in systems.items():
@@ -373,7 +375,7 @@ def main(argv: Sequence[str] | None = None, scorers: Mapping[str, RawScorer] | N
                 args.bootstrap, args.seed, args.confidence, dict(others), name=baseline[0]
             )
     except (CapsimError, FileNotFoundError, ValueError) as error:
-        print(f"capsim.eval.cocoeval: error: {error}", file=sys.stderr)
+        print(f"capsim.metrics.cocoeval: error: {error}", file=sys.stderr)
         return 1
     if args.bootstrap:
         print(bootstrap.format_report(report))

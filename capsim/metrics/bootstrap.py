@@ -32,8 +32,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from capsim.eval.meteor import meteor_from_stats, summable
-from capsim.eval.ngram import Bleu
+from capsim.metrics.bleu import Bleu
+from capsim.metrics.meteor import meteor_from_stats, summable
 
 BLEU_KEYS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4")
 TIE_TOLERANCE = 1e-12

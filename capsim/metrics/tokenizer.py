@@ -28,7 +28,7 @@ import re
 from collections.abc import Hashable, Mapping, Sequence
 
 from capsim.errors import CaptionError
-from capsim.eval.ptb_tables import (
+from capsim.metrics.tokenizer_tables import (
     ABBREVIATIONS,
     ASSIMILATIONS,
     BEFORE_NUMBERS,

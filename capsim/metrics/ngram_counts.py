@@ -17,6 +17,7 @@ from scipy import sparse
 
 from capsim.errors import CaptionError
 
+DEFAULT_MAX_ORDER = 4  # BLEU-1..4 and CIDEr-D count n-grams up to 4 words
 References = Mapping[Hashable, Sequence[str]]
 Candidates = Mapping[Hashable, Sequence[str]]
 
@@ -153,3 +154,10 @@ def pair_ngrams(
         num_references=num_references,
         extra_rows=rows[first_extra:],
     )
+
+
+def check_order(pairs: PairedNgrams, n: int) -> None:
+    """Refuses n-grams counted to another order than the metric's ``n``."""
+    counted = pairs.ngrams.order_onehot.shape[1]
+    if counted != n:
+        raise ValueError(f"n-grams counted to order {counted}, the metric needs order {n}")

@@ -8,7 +8,7 @@ scores as the jar scores it, to 1e-6, and so does the corpus score
 tier and the full sets in the slow one).
 """
 
-from capsim.eval.meteor.resources import MeteorResourceError
-from capsim.eval.meteor.scorer import Meteor, corpus_stats, meteor_from_stats, summable
+from capsim.metrics.meteor.resources import MeteorResourceError
+from capsim.metrics.meteor.scorer import Meteor, corpus_stats, meteor_from_stats, summable
 
 __all__ = ["Meteor", "MeteorResourceError", "corpus_stats", "meteor_from_stats", "summable"]

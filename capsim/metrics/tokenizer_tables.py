@@ -2,7 +2,7 @@
 the words whose period it keeps, the sentence starters after an initial, the characters
 it rewrites, and its letters, digits and deleted characters as regex classes
 (ptb_characters.txt; bench/ptb_agreement.py --probe-characters rewrites it).
-capsim.eval.ptb's lexer reads them."""
+capsim.metrics.tokenizer's lexer reads them."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ QUOTES = "\x91\x92\x93\x94\xab\xbb\u2018\u2019\u201b\u201c\u201d\u2039\u203a"  #
 
 def _character_classes() -> dict[str, str]:
     """The jar's letters, digits and deleted characters as regex classes (ptb_characters.txt)."""
-    text = resources.files("capsim.eval").joinpath("ptb_characters.txt").read_text()
+    text = resources.files("capsim.metrics").joinpath("ptb_characters.txt").read_text()
     classes: dict[str, list[str]] = {}
     for line in text.splitlines():
         if line.startswith("["):
@@ -76,7 +76,7 @@ def _character_classes() -> dict[str, str]:
 
 _CLASSES = _character_classes()
 # Java's letters and digits (for hyphenated words); a word may also hold marks and soft
-# hyphens (the jar drops those, see capsim.eval.ptb._written).
+# hyphens (the jar drops those, see capsim.metrics.tokenizer._written).
 LETTER = f"[{_CLASSES['letters']}]"
 LD = f"[{_CLASSES['letters']}{_CLASSES['digits']}]"
 D = f"[{_CLASSES['digits']}]"

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from capsim.eval.meteor.matching import EXACT, compiled, inlined, with_room
+from capsim.metrics.meteor.matching import EXACT, compiled, inlined, with_room
 
 BEAM_SIZE = 40
 # A partial's chunks and distance ranked as one integer, as the jar's beam orders them.

@@ -1,7 +1,7 @@
 """The COCO caption metrics in one call, saying which could not run and why.
 
-BLEU, ROUGE-L and CIDEr come from capsim.eval.ngram (pure Python/NumPy).
-METEOR 1.5 comes from capsim.eval.meteor (compiled by numba, no Java), which reads
+BLEU, ROUGE-L and CIDEr come from capsim.metrics.bleu, .rouge and .cider (pure Python/NumPy).
+METEOR 1.5 comes from capsim.metrics.meteor (compiled by numba, no Java), which reads
 METEOR's data files from the installed pycocoevalcap; ``engine="jar"`` runs
 pycocoevalcap's meteor-1.5.jar through Java instead, as the oracle the Python
 one is checked against. SPICE is never offered, because pycocoevalcap's
@@ -18,9 +18,16 @@ from typing import Literal
 import numpy as np
 
 from capsim.errors import CaptionError
-from capsim.eval import meteor
-from capsim.eval.ngram import compute_ngram_metrics
-from capsim.eval.ngram_counts import Candidates, References, paired_captions
+from capsim.metrics import meteor
+from capsim.metrics.bleu import Bleu
+from capsim.metrics.cider import CiderD
+from capsim.metrics.ngram_counts import (
+    DEFAULT_MAX_ORDER,
+    Candidates,
+    References,
+    paired_captions,
+)
+from capsim.metrics.rouge import Rouge
 
 JAVA_EXECUTABLE = "java"
 PYCOCOEVALCAP_MODULE = "pycocoevalcap"
@@ -121,3 +128,12 @@ def compute_caption_metrics(
     else:
         scores["METEOR"] = compute_meteor(gts, res)
     return scores, skipped
+
+
+def compute_ngram_metrics(gts: References, res: Candidates) -> dict[str, np.ndarray]:
+    """Per-caption BLEU-1..4, ROUGE-L and CIDEr (CIDEr-D), in the order of ``res``."""
+    _, bleu = Bleu(DEFAULT_MAX_ORDER).compute_score(gts, res)
+    metrics = {f"BLEU-{order + 1}": np.asarray(s) for order, s in enumerate(bleu)}
+    metrics["ROUGE-L"] = Rouge().compute_score(gts, res)[1]
+    metrics["CIDEr"] = CiderD().compute_score(gts, res)[1]
+    return metrics

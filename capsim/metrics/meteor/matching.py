@@ -16,10 +16,10 @@ stem and synonym matches, candidate start; paraphrases found by looking the
 reference's phrases up come before those found from the candidate's, the first
 ranked by (reference length, table line, candidate start, candidate length),
 the second by (candidate start, candidate length, table line). The alignment
-search (capsim.eval.meteor.alignment) reads them in that order.
+search (capsim.metrics.meteor.alignment) reads them in that order.
 
-Everything in capsim.eval.meteor's compiled core is compiled by numba (``nogil``:
-threads run it side by side), over flat arrays that capsim.eval.meteor.scorer
+Everything in capsim.metrics.meteor's compiled core is compiled by numba (``nogil``:
+threads run it side by side), over flat arrays that capsim.metrics.meteor.scorer
 prepares once per call: the sentences as word ids, each word's stem id,
 function-word flag and WordNet synsets, each sentence's phrases of the paraphrase
 table and each phrase's paraphrases (``Batch``).
@@ -33,7 +33,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from capsim.eval.meteor.resources import BUCKET_SHIFT, FOLD_START, PHRASE, PREFIX, fold
+from capsim.metrics.meteor.resources import BUCKET_SHIFT, FOLD_START, PHRASE, PREFIX, fold
 
 EXACT, STEM, SYNONYM, PARAPHRASE = range(4)
 MODULE_COUNT = 4
@@ -45,7 +45,7 @@ inlined = functools.partial(numba.njit, cache=True, nogil=True, inline="always")
 
 
 class Batch(NamedTuple):
-    """One call's captions as arrays (see capsim.eval.meteor.scorer.Meteor.prepare).
+    """One call's captions as arrays (see capsim.metrics.meteor.scorer.Meteor.prepare).
 
     Sentence s holds ``words[sentence_at[s]:sentence_at[s + 1]]``, and its phrases
     of the paraphrase table are spans ``span_at[s]:span_at[s + 1]``; a word's synsets

@@ -1,13 +1,13 @@
 """METEOR 1.5's sufficient statistics and score, and a call's captions scored: for each,
-the statistics of its best reference (capsim.eval.meteor.matching finds the candidate
-matches, capsim.eval.meteor.alignment aligns them), compiled."""
+the statistics of its best reference (capsim.metrics.meteor.matching finds the candidate
+matches, capsim.metrics.meteor.alignment aligns them), compiled."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from capsim.eval.meteor.alignment import align
-from capsim.eval.meteor.matching import MODULE_COUNT, Batch, candidates, compiled, scratch_for
+from capsim.metrics.meteor.alignment import align
+from capsim.metrics.meteor.matching import MODULE_COUNT, Batch, candidates, compiled, scratch_for
 
 STATISTICS = 4 + 4 * MODULE_COUNT + 3  # the jar's sufficient statistics of one alignment
 CHUNKS = 4 + 4 * MODULE_COUNT  # where the chunk count sits among them

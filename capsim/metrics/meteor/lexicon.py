@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import snowballstemmer
 
-from capsim.eval.meteor.resources import JarData, word_hash
+from capsim.metrics.meteor.resources import JarData, word_hash
 
 # WordNet's detachment rules (nouns, verbs, adjectives), tried in this order.
 MORPHY_RULES = (

@@ -14,7 +14,7 @@ would corrupt the jar's line protocol, so they are refused with the id.
 
 The words, stems, synonyms and phrases of a call are looked up here, in Python,
 once per distinct caption and word; the matchers, the alignment search and the
-scores run compiled (capsim.eval.meteor.matching, .alignment, .statistics), in threads
+scores run compiled (capsim.metrics.meteor.matching, .alignment, .statistics), in threads
 beside the caller.
 """
 
@@ -30,9 +30,9 @@ from pathlib import Path
 import numpy as np
 
 from capsim.errors import CaptionError
-from capsim.eval.meteor import lexicon, matching, resources, statistics
-from capsim.eval.meteor.normalize import normalize
-from capsim.eval.meteor.statistics import CHUNKS
+from capsim.metrics.meteor import lexicon, matching, resources, statistics
+from capsim.metrics.meteor.normalize import normalize
+from capsim.metrics.meteor.statistics import CHUNKS
 
 FIELD_SEPARATOR = "|||"  # METEOR's stdio protocol separator
 MAX_THREADS = 4  # threads that run the compiled search side by side, by default
@@ -103,7 +103,7 @@ class Meteor:
 
     The first instance in a process reads METEOR's data from the installed
     pycocoevalcap (building the paraphrase index on first use, see
-    ``capsim.eval.meteor.resources``); later instances share it. A call of at least
+    ``capsim.metrics.meteor.resources``); later instances share it. A call of at least
     2 * PART_MIN_CAPTIONS captions is split into parts scored by up to ``threads``
     threads (default: ``$CAPSIM_METEOR_THREADS``, else the cores, at most
     MAX_THREADS); the statistics are the same either way.

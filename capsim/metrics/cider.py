@@ -1,0 +1,84 @@
+"""CIDEr-D as pycocoevalcap 1.2 computes it, on sparse n-gram counts (inputs as in
+``capsim.metrics.bleu``). CIDEr-D's document frequencies span the references of the
+scored ids only."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import sparse
+
+from capsim.metrics.ngram_counts import (
+    DEFAULT_MAX_ORDER,
+    Candidates,
+    PairedNgrams,
+    References,
+    check_order,
+    pair_ngrams,
+)
+
+DEFAULT_CIDER_SIGMA = 6.0
+CIDER_SCALE = 10.0
+
+
+class CiderD:
+    """CIDEr-D as pycocoevalcap's ``Cider`` (which computes CIDEr-D).
+
+    Document frequency of an n-gram = number of scored ids whose references
+    contain it; idf = log(number of scored ids) - log(max(1, df)). Each
+    candidate/reference pair scores, per n-gram order, the clipped cosine
+    sum(min(h, r) * r) / (|h| |r|) (0 when a norm is 0), times a gaussian
+    penalty on the length difference. Kept quirk: pycocoevalcap measures that
+    length in bigrams (tokens - 1), so with n = 1 there is no penalty. The
+    score is 10 x the mean over orders and references. Only n = 4 is
+    comparable: pycocoevalcap always counts 1..4-grams whatever its n.
+    """
+
+    def __init__(self, n: int = DEFAULT_MAX_ORDER, sigma: float = DEFAULT_CIDER_SIGMA):
+        if n < 1:
+            raise ValueError(f"CIDEr order n must be >= 1, got {n}")
+        if sigma <= 0:
+            raise ValueError(f"CIDEr sigma must be > 0, got {sigma}")
+        self.n = n
+        self.sigma = sigma
+
+    def compute_score(self, gts: References, res: Candidates) -> tuple[float, np.ndarray]:
+        """Returns (mean CIDEr-D, per-caption CIDEr-D)."""
+        scores = self.scores_of(pair_ngrams(gts, res, self.n))
+        return float(scores.mean()), scores
+
+    def scores_of(self, pairs: PairedNgrams) -> np.ndarray:
+        """Per-caption CIDEr-D of n-grams already counted to order n (as for
+        Bleu.statistics_of)."""
+        check_order(pairs, self.n)
+        counts, order_onehot = pairs.ngrams.counts, pairs.ngrams.order_onehot
+        num_pairs = len(pairs.candidate_rows)
+
+        owner_of_reference = sparse.csr_array(
+            (
+                np.ones(len(pairs.reference_rows)),
+                (pairs.reference_owner, pairs.reference_rows),
+            ),
+            shape=(num_pairs, counts.shape[0]),
+        )
+        in_pair_references = owner_of_reference @ (counts > 0).astype(np.float64)
+        document_frequency = (in_pair_references > 0).sum(axis=0)
+        idf = np.log(float(num_pairs)) - np.log(np.maximum(1.0, document_frequency))
+        weights = counts @ sparse.diags_array(idf)
+        norms = np.sqrt(weights.power(2) @ order_onehot)  # [sentences, n]
+
+        hypothesis_rows = pairs.candidate_rows[pairs.reference_owner]
+        hypotheses, refs = weights[hypothesis_rows], weights[pairs.reference_rows]
+        clipped_dot = hypotheses.minimum(refs).multiply(refs) @ order_onehot
+        norm_product = norms[hypothesis_rows] * norms[pairs.reference_rows]
+        cosine = np.divide(
+            clipped_dot, norm_product, out=np.zeros_like(clipped_dot), where=norm_product > 0
+        )
+
+        # pycocoevalcap measures length by the bigrams in the vectors: none when n == 1.
+        bigram_counts = np.maximum(pairs.ngrams.lengths - 1, 0) * (self.n >= 2)
+        length_gap = bigram_counts[hypothesis_rows] - bigram_counts[pairs.reference_rows]
+        penalty = np.exp(-(length_gap.astype(np.float64) ** 2) / (2 * self.sigma**2))
+
+        per_pair = np.zeros((num_pairs, self.n))
+        np.add.at(per_pair, pairs.reference_owner, cosine * penalty[:, None])
+        return per_pair.mean(axis=1) / pairs.num_references * CIDER_SCALE
