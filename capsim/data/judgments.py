@@ -12,6 +12,8 @@ Where the originals come from:
     ``consensus_pascal.mat``.
   * Composite (Aditya et al., 2015): the AMT result CSVs (``*_correctness.csv``,
     ``*_throughness.csv``).
+  * Nebula (Matsuda et al., ACCV 2024, the test set of DENEB): one JSON file of rows
+    ``{"imgid", "mt", "refs", "score"}``.
 """
 
 from __future__ import annotations
@@ -25,7 +27,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from capsim.data.captions import iter_lines, read_flickr8k_tokens, read_text_file, split_flickr8k_id
+from capsim.data.captions import (
+    iter_lines,
+    read_flickr8k_tokens,
+    read_json_file,
+    read_text_file,
+    split_flickr8k_id,
+)
 from capsim.errors import DataFormatError
 
 
@@ -291,4 +299,44 @@ def read_composite_csv(
                 answer, path, line, COMPOSITE_ANSWER_COLUMN.format(slot), *COMPOSITE_SCORE_RANGE
             )
             judgments.append(Judgment(image_id, caption, f"{image_id}#{slot}", image_refs, score))
+    return judgments
+
+
+# --------------------------------------------------------------------------- Nebula
+
+NEBULA_SCORE_RANGE = (0.0, 1.0)
+
+
+def read_nebula(path: str | Path) -> list[Judgment]:
+    """Nebula: a JSON array (or JSON lines) of ``{"imgid", "mt", "refs", "score"}``, one
+    Judgment per row, references as given. ``candidate_id`` is the row's 0-based position,
+    which is also its row id. Candidates equal to one of their own references are kept,
+    as the published protocol keeps them. Errors name the row (its line for JSON lines).
+    """
+    text = read_text_file(path)
+    if text.lstrip().startswith("["):
+        data = read_json_file(path)
+        rows = [(None, f"row {i}", row) for i, row in enumerate(data)]
+    else:
+        rows = [(line, f"row {i}", row) for i, (line, row) in enumerate(_iter_jsonl(path))]
+    judgments = []
+    for index, (line, where, row) in enumerate(rows):
+        if not isinstance(row, dict):
+            raise DataFormatError(path, f"{where}: expected a JSON object", line)
+        refs, candidate, image = row.get("refs"), row.get("mt"), row.get("imgid")
+        if not isinstance(image, str | int) or isinstance(image, bool):
+            raise DataFormatError(path, f"{where}: imgid must be a string or a number", line)
+        if not isinstance(candidate, str):
+            raise DataFormatError(path, f"{where}: mt must be the candidate caption", line)
+        if not isinstance(refs, list) or not refs or not all(isinstance(r, str) for r in refs):
+            raise DataFormatError(path, f"{where}: refs must be a non-empty list of captions", line)
+        score = row.get("score")
+        if isinstance(score, bool) or not isinstance(score, int | float):
+            raise DataFormatError(path, f"{where}: score {score!r} is not a number", line)
+        _parse_score(str(score), path, line, f"{where}: score", *NEBULA_SCORE_RANGE)
+        judgments.append(
+            Judgment(str(image), candidate.strip(), str(index), tuple(refs), float(score))
+        )
+    if not judgments:
+        raise DataFormatError(path, "no rows")
     return judgments

@@ -1,25 +1,26 @@
-"""Caption-metric agreement with human judgments (CLIPScore protocol).
+"""Caption-metric agreement with human judgments, each set under its published protocol.
 
-Judgments are grouped into unique (image, candidate) pairs so each metric
-scores a pair once; each human rating is then its own row when correlating,
-as in the CLIPScore paper's Flickr8k-Expert protocol.
+Judgments are grouped into unique (image, candidate) pairs so each metric scores a
+pair once; each human rating is then its own row when correlating, as in the
+CLIPScore paper's Flickr8k-Expert protocol. The metrics are the built-in ones
+(BLEU-1..4, ROUGE-L, CIDEr-D, METEOR), any ``compute_score(gts, res)`` scorer on raw
+captions (I2CE, a user's plug-in) and scores a user computed beforehand, keyed by the
+set's row ids. With resamples, every statistic gets a bootstrap interval over images
+and every pair of metrics a paired test (``capsim.eval.meta_statistics``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from capsim.data.judgments import Judgment, PairJudgment
 from capsim.errors import DataFormatError
-from capsim.eval.correlation import (
-    CORRELATIONS,
-    MIN_SYSTEMS,
-    kendall_tau,
-    system_level_agreement,
-)
+from capsim.eval import meta_statistics as meta
+from capsim.eval.correlation import MIN_SYSTEMS, kendall_tau
 from capsim.eval.judgment_sets import JudgmentProtocol, judgment_set
 from capsim.metrics.coco_metrics import compute_caption_metrics
 from capsim.metrics.tokenizer import ptb_tokenize
@@ -33,7 +34,10 @@ ComputeScore = Callable[[Mapping[str, list[str]], Mapping[str, list[str]]], tupl
 class JudgedPairs:
     """Unique (image, candidate) pairs in pycocoevalcap dicts, plus one row per human rating.
 
-    ``pair_of_rating[r]`` is the index in ``keys`` of the pair that rating r judged.
+    ``pair_of_rating[r]`` is the index in ``keys`` of the pair that rating r judged;
+    ``ids[p]`` is pair p's row id in the set's own terms (``JudgmentSet.row_id``),
+    ``image_of_pair[p]`` numbers its image, ``systems[p]`` names its captioning system
+    ("" when the set names none).
     """
 
     keys: list[str]
@@ -41,6 +45,9 @@ class JudgedPairs:
     res: dict[str, list[str]]
     human: np.ndarray
     pair_of_rating: np.ndarray
+    ids: list[str]
+    image_of_pair: np.ndarray
+    systems: list[str]
 
     def tokenized(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """The same dicts PTB-tokenised the way pycocoevalcap's n-gram metrics expect."""
@@ -55,10 +62,14 @@ def metric_tokenized(
     return ptb_tokenize(gts), ptb_tokenize(res)
 
 
-def group_judgments(judgments: Sequence[Judgment]) -> JudgedPairs:
-    """Collects ratings of the same (image, candidate) into one pair."""
+def group_judgments(
+    judgments: Sequence[Judgment], row_id: Callable[[Judgment], str] | None = None
+) -> JudgedPairs:
+    """Collects ratings of the same (image, candidate) into one pair. ``row_id`` names a
+    pair in the set's terms (default: "IMAGE CANDIDATE_ID")."""
     index: dict[tuple[str, str], int] = {}
-    keys, gts, res = [], {}, {}
+    images: dict[str, int] = {}
+    keys, gts, res, ids, image_of_pair, systems = [], {}, {}, [], [], []
     pair_of_rating = np.empty(len(judgments), np.int64)
     for r, j in enumerate(judgments):
         pair = (j.image_id, j.candidate_id if j.candidate_id is not None else j.candidate)
@@ -68,15 +79,21 @@ def group_judgments(judgments: Sequence[Judgment]) -> JudgedPairs:
             keys.append(key)
             gts[key] = list(j.references)
             res[key] = [j.candidate]
+            ids.append(row_id(j) if row_id else f"{pair[0]} {pair[1]}")
+            image_of_pair.append(images.setdefault(j.image_id, len(images)))
+            systems.append(j.system or "")
         pair_of_rating[r] = index[pair]
     human = np.array([j.score for j in judgments], np.float64)
-    return JudgedPairs(keys, gts, res, human, pair_of_rating)
+    return JudgedPairs(
+        keys, gts, res, human, pair_of_rating, ids, np.array(image_of_pair, np.int64), systems
+    )
 
 
 def ngram_metric_scores(
     pairs: JudgedPairs | PreferencePairs, include_meteor: bool = True
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """BLEU-1..4, ROUGE-L, CIDEr and METEOR (capsim's Python METEOR) per candidate, in one call."""
+    """BLEU-1..4, ROUGE-L, CIDEr and METEOR (capsim's compiled METEOR) per candidate, in one
+    call."""
     gts, res = metric_tokenized(pairs.gts, pairs.res)
     return compute_caption_metrics(gts, res, include_meteor=include_meteor)
 
@@ -89,33 +106,221 @@ def tau_c_table(pairs: JudgedPairs, scores: Mapping[str, np.ndarray]) -> dict[st
     }
 
 
+# --------------------------------------------------------------------------- metrics
+NGRAM_METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "ROUGE-L", "CIDEr", "METEOR")
+
+
+def plugged_metric(name: str, spec: str) -> ComputeScore:
+    """The ``compute_score`` of ``MODULE:ATTR``: an object that has it, or a class or
+    zero-argument function that returns one. Errors name the metric."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise ValueError(f"metric {name!r}: expected MODULE:ATTR, got {spec!r}")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise ValueError(
+            f"metric {name!r}: module {module_name!r} does not import ({error})"
+        ) from error
+    if not hasattr(module, attribute):
+        raise ValueError(f"metric {name!r}: module {module_name!r} has no {attribute!r}")
+    target = getattr(module, attribute)
+    if isinstance(target, type) or (callable(target) and not hasattr(target, "compute_score")):
+        target = target()
+    if not callable(getattr(target, "compute_score", None)):
+        raise ValueError(
+            f"metric {name!r}: {spec} is not an object with compute_score(gts, res), "
+            "nor a class or function that returns one"
+        )
+    return target.compute_score
+
+
+def _checked_scores(metric: str, set_name: str, ids: Sequence[str], values) -> np.ndarray:
+    """A metric's per-row scores as floats, refused (naming the row) when they are not
+    one finite number per row."""
+    try:
+        scores = np.asarray(values, np.float64).reshape(-1)
+    except (TypeError, ValueError) as error:
+        raise ValueError(
+            f"metric {metric!r} on {set_name}: scores are not numbers ({error})"
+        ) from error
+    if scores.size != len(ids):
+        raise ValueError(
+            f"metric {metric!r} on {set_name}: {scores.size} scores for {len(ids)} rows"
+        )
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if bad.size:
+        raise ValueError(
+            f"metric {metric!r} on {set_name}: row {ids[bad[0]]!r} scored {scores[bad[0]]} "
+            f"({bad.size} rows not finite)"
+        )
+    return scores
+
+
+def given_scores(
+    metric: str, set_name: str, ids: Sequence[str], scores: Mapping[str, object]
+) -> np.ndarray:
+    """Scores a user computed beforehand, ``row id -> score``, lined up with the set's rows."""
+    missing = [row for row in ids if row not in scores]
+    if missing:
+        raise ValueError(
+            f"metric {metric!r} on {set_name}: no score for row {missing[0]!r} "
+            f"({len(missing)} of {len(ids)} rows missing)"
+        )
+    values = []
+    for row in ids:
+        value = scores[row]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(
+                f"metric {metric!r} on {set_name}: row {row!r} scored {value!r}, not a number"
+            )
+        values.append(float(value))
+    return _checked_scores(metric, set_name, ids, values)
+
+
+@dataclasses.dataclass
+class ScoredSet:
+    """One judgment set's pairs and every metric's score of each of them, scored once."""
+
+    name: str
+    pairs: JudgedPairs | PreferencePairs
+    scores: dict[str, np.ndarray]
+    skipped: dict[str, str]
+
+
+def score_set(
+    name: str,
+    judgments: Sequence[Judgment] | Sequence[PairJudgment],
+    scorers: Mapping[str, ComputeScore] = {},
+    given: Mapping[str, Mapping[str, object]] = {},
+    builtin: Sequence[str] = NGRAM_METRICS,
+) -> ScoredSet:
+    """The ``builtin`` n-gram metrics, each ``scorers[m]`` on the raw captions and each
+    ``given[m]`` (row id -> score), in that order, on the set's unique pairs."""
+    spec = judgment_set(name)
+    if spec.protocol is JudgmentProtocol.PAIRWISE:
+        pairs: JudgedPairs | PreferencePairs = preference_pairs(judgments)
+        ids = list(pairs.res)
+    else:
+        missing = next((j for j in judgments if not j.references), None)
+        if missing is not None:
+            raise DataFormatError(name, f"image {missing.image_id!r} has no references")
+        pairs = group_judgments(judgments, spec.row_id)
+        ids = pairs.ids
+    scores: dict[str, np.ndarray] = {}
+    skipped: dict[str, str] = {}
+    if builtin:
+        computed, skipped = ngram_metric_scores(pairs, include_meteor="METEOR" in builtin)
+        scores.update({m: computed[m] for m in builtin if m in computed})
+    for metric, compute_score in scorers.items():
+        result = compute_score(pairs.gts, pairs.res)
+        per_row = result[1] if isinstance(result, tuple) and len(result) == 2 else None
+        if per_row is None:
+            raise ValueError(
+                f"metric {metric!r} on {name}: compute_score must return "
+                f"(corpus score, per-caption scores), got {type(result).__name__}"
+            )
+        scores[metric] = _checked_scores(metric, name, ids, per_row)
+    for metric, by_id in given.items():
+        scores[metric] = given_scores(metric, name, ids, by_id)
+    return ScoredSet(name, pairs, scores, skipped)
+
+
 # --------------------------------------------------------------------------- protocols
-# An absolute set's statistic (its registry entry names it, and so do its reports) -> the
-# entry of correlation.CORRELATIONS it stands for, of the metric with the human ratings.
-STATISTICS = {"tau_c": "kendall_tau_c", "tau_b": "kendall_tau_b", "pearson": "pearson"}
+# The names of an absolute set's statistics in its reports; the set's own comes first.
+STATISTICS = meta.ROW_STATISTICS
 PASCAL_REFERENCES = 5  # references sampled per pair, as in the CIDEr paper
 
 
+def _summaries(
+    full: np.ndarray, resampled: np.ndarray | None, columns: Sequence[str], confidence: float
+) -> dict:
+    """column -> value × 100, or {value, ci_low, ci_high} × 100 with resamples."""
+    out = {}
+    for k, column in enumerate(columns):
+        if resampled is None:
+            out[column] = PERCENT * float(full[k])
+        else:
+            low, high = meta.interval(resampled[:, k], confidence)
+            out[column] = {
+                "value": PERCENT * float(full[k]),
+                "ci_low": PERCENT * low,
+                "ci_high": PERCENT * high,
+            }
+    return out
+
+
+def _percent_comparisons(comparisons: dict) -> dict:
+    for others in comparisons.values():
+        for entry in others.values():
+            for key in ("delta", "ci_low", "ci_high"):
+                entry[key] *= PERCENT
+    return comparisons
+
+
 def absolute_report(
-    name: str, pairs: JudgedPairs, scores: Mapping[str, np.ndarray], systems: Sequence[str] = ()
-) -> dict[str, dict]:
-    """Per metric, the set's statistic × 100 against the ratings (and THumB's system level)."""
+    name: str,
+    pairs: JudgedPairs,
+    scores: Mapping[str, np.ndarray],
+    resamples: int = 0,
+    seed: int = 0,
+    confidence: float = meta.DEFAULT_CONFIDENCE,
+) -> tuple[dict[str, dict], dict]:
+    """(per metric: τc, τb, Spearman and Pearson × 100, the set's statistic first, plus the
+    system level where the set names 3 or more systems; the comparisons between metrics
+    on the set's statistic, with ``resamples``: every value then has its interval)."""
     statistic = judgment_set(name).statistic
-    correlation = CORRELATIONS[STATISTICS[statistic]]
+    columns = [statistic, *(s for s in STATISTICS if s != statistic)]
+    column_of = [STATISTICS.index(c) for c in columns]
+    rows_of = pairs.pair_of_rating
+    ones = np.ones(rows_of.size)
+    weights = (
+        meta.image_weights(pairs.image_of_pair[rows_of], resamples, seed) if resamples else None
+    )
+    system_names = sorted(set(pairs.systems) - {""})
+    with_systems = len(system_names) >= MIN_SYSTEMS
+    if with_systems:
+        system_of_pair = np.array([system_names.index(s) for s in pairs.systems])
     report: dict[str, dict] = {}
+    full_statistic, resampled_statistic = {}, {}
     for metric, per_pair in scores.items():
-        report[metric] = {
-            statistic: PERCENT * correlation(per_pair[pairs.pair_of_rating], pairs.human)
-        }
-    if systems:
-        row_systems = [systems[i] for i in pairs.pair_of_rating]
-        if len(set(row_systems)) >= MIN_SYSTEMS:
-            per_row = {m: s[pairs.pair_of_rating] for m, s in scores.items()}
-            agreement = system_level_agreement(per_row, pairs.human, row_systems)
-            for metric, values in agreement.items():
-                report[metric]["system_pearson"] = PERCENT * values["pearson"]
-                report[metric]["system_kendall_tau_b"] = PERCENT * values["kendall_tau_b"]
-    return report
+        rows = meta.RankedRows.of(per_pair[rows_of], pairs.human)
+        full = meta.row_statistics(rows, ones)[0][column_of]
+        resampled = meta.row_statistics(rows, weights)[:, column_of] if resamples else None
+        report[metric] = _summaries(full, resampled, columns, confidence)
+        full_statistic[metric] = full[0]
+        resampled_statistic[metric] = resampled[:, 0] if resamples else None
+        if with_systems:
+            args = (per_pair[rows_of], pairs.human, system_of_pair[rows_of])
+            system_full = meta.system_statistics(*args, ones)[0]
+            system_resampled = meta.system_statistics(*args, weights) if resamples else None
+            report[metric].update(
+                _summaries(system_full, system_resampled, meta.SYSTEM_STATISTICS, confidence)
+            )
+    if not resamples:
+        return report, {}
+    per_row = {m: s[rows_of] for m, s in scores.items()}
+    pearson = {m: meta.RankedRows.of(v, pairs.human) for m, v in per_row.items()}
+    r_human = {m: meta.row_statistics(r, ones)[0][3] for m, r in pearson.items()}
+    williams = {
+        (a, b): meta.williams_test(
+            r_human[a], r_human[b], _pearson(per_row[a], per_row[b]), rows_of.size
+        )[1]
+        for a in scores
+        for b in scores
+        if a != b
+    }
+    comparisons = meta.comparisons(full_statistic, resampled_statistic, confidence, williams)
+    return report, _percent_comparisons(comparisons)
+
+
+def _pearson(x: np.ndarray, y: np.ndarray) -> float:
+    """Pearson of two metrics' row scores (1 for two copies, 0 when one is constant)."""
+    if np.array_equal(x, y):
+        return 1.0
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        return 0.0
+    return float(np.corrcoef(x, y)[0, 1])
 
 
 @dataclasses.dataclass
@@ -145,26 +350,59 @@ def preference_pairs(
     return PreferencePairs(gts, res, preference, [j.category for j in judgments])
 
 
-def pascal_report(pairs: PreferencePairs, scores: Mapping[str, np.ndarray]) -> dict[str, dict]:
-    """Accuracy × 100 per category and their mean: the metric agrees with the human majority.
+def pascal_report(
+    pairs: PreferencePairs,
+    scores: Mapping[str, np.ndarray],
+    resamples: int = 0,
+    seed: int = 0,
+    confidence: float = meta.DEFAULT_CONFIDENCE,
+) -> tuple[dict[str, dict], dict]:
+    """Accuracy × 100 per category and their mean: the metric agrees with the human
+    majority. With ``resamples``, pairs are resampled within each category.
 
     Pairs without a majority (exactly half the votes) are left out; a metric tie
     counts half. ``scores[m]`` is in ``pairs.res`` order (a, b, a, b, ...).
     """
     decided = pairs.preference != 0.5
-    human_a = pairs.preference > 0.5
-    categories = np.array(pairs.categories)
+    human_a = pairs.preference[decided] > 0.5
+    names = sorted({c for c, d in zip(pairs.categories, decided, strict=True) if d})
+    category = np.array(
+        [names.index(c) for c, d in zip(pairs.categories, decided, strict=True) if d]
+    )
+    columns = [*names, "mean"]
+    ones = np.ones(category.size)
+    weights = (
+        meta.image_weights(np.arange(category.size), resamples, seed, category)
+        if resamples
+        else None
+    )
     report: dict[str, dict] = {}
+    full_mean, resampled_mean = {}, {}
     for metric, per_candidate in scores.items():
-        a, b = per_candidate[0::2], per_candidate[1::2]
+        a, b = per_candidate[0::2][decided], per_candidate[1::2][decided]
         agree = np.where(a == b, 0.5, (a > b) == human_a)
-        per_category = {
-            category: PERCENT * float(agree[decided & (categories == category)].mean())
-            for category in sorted(set(pairs.categories))
-            if np.any(decided & (categories == category))
-        }
-        report[metric] = {**per_category, "mean": float(np.mean(list(per_category.values())))}
-    return report
+        full = meta.pairwise_accuracy(agree, category, ones)[0]
+        resampled = meta.pairwise_accuracy(agree, category, weights) if resamples else None
+        report[metric] = _summaries(full, resampled, columns, confidence)
+        full_mean[metric] = full[-1]
+        resampled_mean[metric] = resampled[:, -1] if resamples else None
+    if not resamples:
+        return report, {}
+    return report, _percent_comparisons(meta.comparisons(full_mean, resampled_mean, confidence))
+
+
+def set_report(
+    scored: ScoredSet, resamples: int = 0, seed: int = 0, confidence: float = 0.95
+) -> tuple[dict[str, dict], dict]:
+    """(per metric: the set's statistics, the comparisons between metrics), each set under
+    its protocol; with ``resamples``, bootstrap intervals and paired tests (seeded)."""
+    if resamples < 0:
+        raise ValueError(f"resamples must be >= 0, got {resamples}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if isinstance(scored.pairs, PreferencePairs):
+        return pascal_report(scored.pairs, scored.scores, resamples, seed, confidence)
+    return absolute_report(scored.name, scored.pairs, scored.scores, resamples, seed, confidence)
 
 
 def evaluate_judgments(
@@ -176,21 +414,8 @@ def evaluate_judgments(
     """(per metric: the set's statistics × 100, metrics that could not run and why).
 
     The metrics are I2CE-style ``compute_score`` ("I2CE") beside BLEU-1..4,
-    ROUGE-L, CIDEr and METEOR (capsim's Python METEOR, no Java), all on the same pairs.
+    ROUGE-L, CIDEr and METEOR (capsim's compiled METEOR, no Java), all on the same pairs.
     """
-    pairwise = judgment_set(name).protocol is JudgmentProtocol.PAIRWISE
-    if pairwise:
-        pairs = preference_pairs(judgments)
-    else:
-        missing = next((j for j in judgments if not j.references), None)
-        if missing is not None:
-            raise DataFormatError(name, f"image {missing.image_id!r} has no references")
-        pairs = group_judgments(judgments)
-    scores, skipped = ngram_metric_scores(pairs, include_meteor=include_meteor)
-    scores["I2CE"] = np.asarray(compute_score(pairs.gts, pairs.res)[1], np.float64)
-    if pairwise:
-        return pascal_report(pairs, scores), skipped
-    systems = [""] * len(pairs.keys)
-    for judgment, pair in zip(judgments, pairs.pair_of_rating, strict=True):
-        systems[pair] = judgment.system or ""
-    return absolute_report(name, pairs, scores, systems if any(systems) else ()), skipped
+    builtin = NGRAM_METRICS if include_meteor else NGRAM_METRICS[:-1]
+    scored = score_set(name, judgments, {"I2CE": compute_score}, builtin=builtin)
+    return set_report(scored)[0], scored.skipped

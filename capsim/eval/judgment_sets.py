@@ -40,7 +40,9 @@ class JudgmentSet:
     None; ``read`` is None for a set built in-process rather than read from
     files. ``statistic``: the report key that heads the set: ``tau_c``,
     ``tau_b`` or ``pearson`` over rating rows for absolute sets, ``mean``
-    (accuracy averaged over categories) for pairwise ones.
+    (accuracy averaged over categories) for pairwise ones. ``row_ids``: what names a
+    rated candidate (the keys of ``--scores`` files), and ``row_id`` computes it from a
+    judgment of an absolute set (pairwise sets are keyed ``{pair}{a|b}``).
     """
 
     name: str
@@ -48,6 +50,16 @@ class JudgmentSet:
     read: Callable[[Path, References | None], JudgmentList] | None
     statistic: str
     protocol: JudgmentProtocol
+    row_ids: str
+    row_id: Callable[[Judgment], str] | None = None
+
+
+def _image_and_candidate(judgment: Judgment) -> str:
+    return f"{judgment.image_id} {judgment.candidate_id}"
+
+
+def _candidate(judgment: Judgment) -> str:
+    return str(judgment.candidate_id)
 
 
 def _read_flickr8k_expert(folder: Path, references: References | None) -> list[Judgment]:
@@ -70,6 +82,11 @@ def _read_thumb(path: Path, references: References | None) -> list[Judgment]:
     return judgment_readers.read_thumb(path, beside if beside.exists() else None)
 
 
+def _read_nebula(path: Path, references: References | None) -> list[Judgment]:
+    del references  # each row holds its own
+    return judgment_readers.read_nebula(path)
+
+
 def _read_composite(path: Path, references: References | None) -> list[Judgment]:
     if references is None:
         raise DataFormatError(path, "Composite files hold no references: pass references")
@@ -86,6 +103,8 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             read=_read_flickr8k_expert,
             statistic="tau_c",
             protocol=JudgmentProtocol.ABSOLUTE,
+            row_ids='"QUERY.jpg CAPTION.jpg#N": the first two columns, space-joined',
+            row_id=_image_and_candidate,
         ),
         # Kendall τb over the fraction of "yes" votes, which ties heavily.
         JudgmentSet(
@@ -94,6 +113,8 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             read=_read_flickr8k_cf,
             statistic="tau_b",
             protocol=JudgmentProtocol.ABSOLUTE,
+            row_ids='"QUERY.jpg CAPTION.jpg#N": the first two columns, space-joined',
+            row_id=_image_and_candidate,
         ),
         # Pearson over rows, plus system-level agreement across its captioning systems.
         JudgmentSet(
@@ -102,6 +123,8 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             read=_read_thumb,
             statistic="pearson",
             protocol=JudgmentProtocol.ABSOLUTE,
+            row_ids='"SEG_ID#SYS", e.g. "974#Human"',
+            row_id=_candidate,
         ),
         # Accuracy against the human majority, per category (HC/HI/HM/MM) and their mean.
         JudgmentSet(
@@ -110,6 +133,7 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             read=read_pascal50s,
             statistic="mean",
             protocol=JudgmentProtocol.PAIRWISE,
+            row_ids='"{PAIR}a" or "{PAIR}b": the pair\'s 0-based position in the file, its side',
         ),
         # Kendall τc over the 1-5 ratings, as for Flickr8k-Expert.
         JudgmentSet(
@@ -118,6 +142,18 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             read=_read_composite,
             statistic="tau_c",
             protocol=JudgmentProtocol.ABSOLUTE,
+            row_ids='"IMAGE#K": the image file name and the caption\'s slot k',
+            row_id=_candidate,
+        ),
+        # Kendall τc over all rows, references as given (DENEB's test set; CaptionEvalKit).
+        JudgmentSet(
+            name="nebula",
+            path="the Nebula JSON file (rows of imgid, mt, refs, score)",
+            read=_read_nebula,
+            statistic="tau_c",
+            protocol=JudgmentProtocol.ABSOLUTE,
+            row_ids='"N": the row\'s 0-based position in the file',
+            row_id=_candidate,
         ),
         # The world's rule-based candidate quality; the judgments evaluator builds it.
         JudgmentSet(
@@ -126,6 +162,8 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             read=None,
             statistic="tau_c",
             protocol=JudgmentProtocol.ABSOLUTE,
+            row_ids="\"IMAGE:K\": the world's image id and the candidate's number",
+            row_id=_candidate,
         ),
     )
 }
