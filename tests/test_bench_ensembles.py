@@ -35,6 +35,9 @@ def test_expert_tau_c_pools_the_top_3_references_as_a_loop_does():
         res=res,
         human=np.array([1.0, 3.0, 2.0, 4.0, 2.0]),
         pair_of_rating=np.array([0, 0, 1, 2, 1]),
+        ids=list(gts),
+        image_of_pair=np.arange(3),
+        systems=[""] * 3,
     )
     measures = object.__new__(Measures)
     measures.expert, measures.expert_sentences = pairs, sentences

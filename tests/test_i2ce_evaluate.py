@@ -13,7 +13,7 @@ from test_judgments import _write_pascal
 from capsim.data.judgments import Judgment, PairJudgment
 from capsim.errors import DataFormatError
 from capsim.eval import judgment_harness as harness
-from capsim.eval.judgment_sets import judgment_set
+from capsim.eval.judgment_sets import judgment_set, load_set
 from i2ce_jax import evaluate
 
 FIXTURES = Path(__file__).parent / "fixtures" / "judgments"
@@ -40,10 +40,16 @@ def test_absolute_statistics_match_scipy():
         ("thumb", 100 * stats.pearsonr(metric, human).statistic),
     ]:
         statistic = judgment_set(name).statistic
-        report = harness.absolute_report(name, pairs, {"m": metric})
+        report, comparisons = harness.absolute_report(name, pairs, {"m": metric})
+        assert list(report["m"])[0] == statistic and comparisons == {}
         assert report["m"][statistic] == pytest.approx(reference, abs=1e-9)
-    systems = [j.system for j in judgments]
-    report = harness.absolute_report("thumb", pairs, {"m": metric}, systems)
+    assert pairs.systems == [j.system for j in judgments]
+    report, _ = harness.absolute_report("thumb", pairs, {"m": metric})
+    for name, reference in [
+        ("tau_b", stats.kendalltau(metric, human, variant="b").statistic),
+        ("spearman", stats.spearmanr(metric, human).statistic),
+    ]:
+        assert report["m"][name] == pytest.approx(100 * reference, abs=1e-9)
     means_m = [metric[[i for i in range(8) if i % 4 == s]].mean() for s in range(4)]
     means_h = [human[[i for i in range(8) if i % 4 == s]].mean() for s in range(4)]
     assert report["m"]["system_pearson"] == pytest.approx(
@@ -63,7 +69,7 @@ def test_pascal_accuracy_by_hand():
     assert pairs.gts["0a"] == harness.preference_pairs(judgments, 5, seed=0).gts["0a"]
     # metric per candidate, in a, b order: right, wrong, (ignored), tie
     scores = {"m": np.array([0.9, 0.1, 0.8, 0.2, 0.5, 0.5, 0.4, 0.4])}
-    report = harness.pascal_report(pairs, scores)["m"]
+    report = harness.pascal_report(pairs, scores)[0]["m"]
     assert report == {"HC": 50.0, "HI": 50.0, "mean": 50.0}
 
 
@@ -98,16 +104,20 @@ def test_fixture_sets_each_get_their_statistic(tmp_path):
     )
     sets = result["sets"]
     assert result["model"] == "base"
-    assert set(sets["flickr8k_cf"]["metrics"]["I2CE"]) == {"tau_b"}
-    assert set(sets["thumb"]["metrics"]["I2CE"]) == {
+    assert list(sets["flickr8k_cf"]["metrics"]["I2CE"]) == ["tau_b", "tau_c", "spearman", "pearson"]
+    assert list(sets["thumb"]["metrics"]["I2CE"]) == [
         "pearson",
-        "system_pearson",
+        "tau_c",
+        "tau_b",
+        "spearman",
         "system_kendall_tau_b",
-    }
+        "system_pearson",
+    ]
     assert set(sets["pascal50s"]["metrics"]["CIDEr"]) <= {"HC", "HI", "HM", "MM", "mean"}
     assert "mean" in sets["pascal50s"]["metrics"]["I2CE"]
-    assert set(sets["composite"]["metrics"]["BLEU-4"]) == {"tau_c"}
-    assert set(sets["flickr8k_expert"]["metrics"]["I2CE"]) == {"tau_c"}
+    assert list(sets["composite"]["metrics"]["BLEU-4"])[0] == "tau_c"
+    assert list(sets["flickr8k_expert"]["metrics"]["I2CE"])[0] == "tau_c"
+    assert "comparisons" not in sets["thumb"]  # without --bootstrap
     assert "METEOR" in sets["thumb"]["skipped"]
 
 
@@ -127,3 +137,143 @@ def test_flickr8k_expert_real_file_matches_the_bench(tmp_path, shared_data):
     assert metrics["I2CE"]["tau_c"] == pytest.approx(bench["I2CE-pretrained"], abs=0.05)
     assert metrics["BLEU-4"]["tau_c"] == pytest.approx(bench["BLEU-4"], abs=1e-6)
     assert metrics["CIDEr"]["tau_c"] == pytest.approx(bench["CIDEr"], abs=1e-6)
+
+
+PLUGIN = '''
+import numpy as np
+
+
+class WordCount:
+    """A caption metric of one's own: the candidate's length over its first reference's."""
+
+    def compute_score(self, gts, res):
+        scores = np.array([len(res[k][0].split()) / len(gts[k][0].split()) for k in res])
+        return float(scores.mean()), scores
+
+
+def make():
+    return WordCount()
+
+
+def nan_metric():
+    class Broken:
+        def compute_score(self, gts, res):
+            return 0.0, [float("nan")] * len(res)
+
+    return Broken()
+
+
+def short_metric():
+    class Short:
+        def compute_score(self, gts, res):
+            return 0.0, [1.0]
+
+    return Short()
+'''
+
+
+def _expert_fixture_pairs() -> harness.JudgedPairs:
+    judgments = load_set("flickr8k_expert", FIXTURES)
+    return harness.group_judgments(judgments, judgment_set("flickr8k_expert").row_id)
+
+
+@pytest.fixture
+def plugin(tmp_path, monkeypatch):
+    (tmp_path / "my_metric.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "my_metric"
+
+
+def test_a_plugged_metric_and_a_scores_file_join_the_builtins_with_intervals(tmp_path, plugin):
+    """--metric and --scores sit beside the built-in metrics; --bootstrap gives every
+    statistic its interval and every pair of metrics a paired test."""
+    pairs = _expert_fixture_pairs()
+    scores_file = tmp_path / "mine.json"
+    scores_file.write_text(json.dumps({row: float(len(row)) for row in pairs.ids}))
+    result = _run(
+        tmp_path,
+        "--judgments",
+        f"flickr8k_expert:{FIXTURES}",
+        "--metric",
+        f"words={plugin}:WordCount",
+        "--metric",
+        f"made={plugin}:make",
+        "--scores",
+        f"given={scores_file}",
+        "--metrics",
+        "CIDEr,words,made,given",
+        "--bootstrap",
+        "50",
+        "--seed",
+        "3",
+    )
+    expert = result["sets"]["flickr8k_expert"]
+    assert list(expert["metrics"]) == ["CIDEr", "words", "made", "given"]
+    for values in expert["metrics"].values():
+        for statistic in ("tau_c", "tau_b", "spearman", "pearson"):
+            cell = values[statistic]
+            assert set(cell) == {"value", "ci_low", "ci_high"}
+    assert expert["metrics"]["words"] == expert["metrics"]["made"]  # the class, the function
+    entry = expert["comparisons"]["words"]["made"]
+    assert entry["delta"] == 0 and entry["p_value"] == 1
+    assert set(expert["comparisons"]["given"]["CIDEr"]) == {
+        "delta",
+        "ci_low",
+        "ci_high",
+        "p_value",
+        "p_value_williams",
+    }
+    assert result["bootstrap"] == {
+        "resamples": 50,
+        "seed": 3,
+        "confidence": 0.95,
+        "baseline": "CIDEr",
+    }
+    again = _run(
+        tmp_path,
+        "--judgments",
+        f"flickr8k_expert:{FIXTURES}",
+        "--metric",
+        f"words={plugin}:WordCount",
+        "--metrics",
+        "CIDEr,words",
+        "--bootstrap",
+        "50",
+        "--seed",
+        "3",
+    )
+    assert again["sets"]["flickr8k_expert"]["metrics"]["words"] == expert["metrics"]["words"]
+
+
+@pytest.mark.parametrize(
+    "args, error",
+    [
+        (["--metric", "x=no_such_module_here:Thing"], "metric 'x': module 'no_such_module_here'"),
+        (["--metric", "x=my_metric:Missing"], "metric 'x': module 'my_metric' has no 'Missing'"),
+        (["--metric", "x=my_metric"], "metric 'x': expected MODULE:ATTR"),
+        (["--metric", "x=my_metric:nan_metric"], "metric 'x' on flickr8k_expert: row '"),
+        (["--metric", "x=my_metric:short_metric"], "metric 'x' on flickr8k_expert: 1 scores"),
+        (["--metric", "BLEU-4=my_metric:make"], "taken"),
+        (["--metrics", "CIDEr,nope"], "--metrics: unknown"),
+        (["--metrics", "CIDEr", "--baseline", "BLEU-1"], "--baseline 'BLEU-1'"),
+    ],
+)
+def test_bad_metrics_are_clear_errors(tmp_path, plugin, args, error):
+    with pytest.raises(ValueError, match=error):
+        _run(tmp_path, "--judgments", f"flickr8k_expert:{FIXTURES}", *args)
+
+
+def test_bad_score_files_name_the_metric_set_and_row(tmp_path):
+    path = tmp_path / "given.json"
+    base = ["--judgments", f"flickr8k_expert:{FIXTURES}", "--metrics", "BLEU-1,given"]
+    path.write_text(json.dumps({"nobody": 1.0}))
+    with pytest.raises(ValueError, match="metric 'given' on flickr8k_expert: no score for row"):
+        _run(tmp_path, *base, "--scores", f"given={path}")
+    pairs = _expert_fixture_pairs()
+    first = pairs.ids[0]
+    path.write_text(json.dumps({row: ("high" if row == first else 1.0) for row in pairs.ids}))
+    with pytest.raises(ValueError, match=f"row '{first}' scored 'high', not a number"):
+        _run(tmp_path, *base, "--scores", f"given={path}")
+    path.write_text("[1, 2]")
+    with pytest.raises(DataFormatError, match="given.json: --scores given: expected a JSON"):
+        _run(tmp_path, *base, "--scores", f"given={path}")

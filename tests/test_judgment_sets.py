@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy import stats
 from test_judgments import _write_pascal
 
-from capsim.data.judgments import Judgment, PairJudgment
+from capsim.data.judgments import Judgment, PairJudgment, read_nebula
+from capsim.errors import DataFormatError
 from capsim.eval import judgment_harness as harness
 from capsim.eval.evaluators.base import Subject
 from capsim.eval.evaluators.judgments import Judgments
@@ -26,6 +29,33 @@ FIXTURES = Path(__file__).parent / "fixtures" / "judgments"
 RECORD = {JudgmentProtocol.ABSOLUTE: Judgment, JudgmentProtocol.PAIRWISE: PairJudgment}
 
 
+NEBULA_WORDS = "a dog cat man woman runs sits on the grass beach red ball with".split()
+
+
+def _write_nebula(tmp_path: Path, rows: int = 40, seed: int = 0) -> Path:
+    """A file in Nebula's format: a JSON array of {imgid, mt, refs, score}; row 3's
+    candidate is one of its own references, as 15 of Nebula's are."""
+    rng = np.random.default_rng(seed)
+
+    def caption() -> str:
+        return " ".join(rng.choice(NEBULA_WORDS, size=int(rng.integers(3, 9))))
+
+    data = []
+    for i in range(rows):
+        refs = [caption() for _ in range(int(rng.integers(5, 11)))]
+        data.append(
+            {
+                "imgid": f"COCO_val2014_{i // 2:012d}.jpg",
+                "mt": refs[1] if i == 3 else caption(),
+                "refs": refs,
+                "score": float(rng.integers(0, 5)) / 4,
+            }
+        )
+    path = tmp_path / "nebula_test.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
 def _fixture(name: str, tmp_path: Path) -> tuple[Path, Path | None]:
     """(path, references) of a small copy of each published set, in its authors' layout."""
     fixtures = {
@@ -34,6 +64,7 @@ def _fixture(name: str, tmp_path: Path) -> tuple[Path, Path | None]:
         "thumb": (FIXTURES / "mscoco_THumB-1.0.jsonl", None),
         "pascal50s": (_write_pascal(tmp_path), None),
         "composite": (FIXTURES / "composite_8k_correctness.csv", FIXTURES / "Flickr8k.token.txt"),
+        "nebula": (_write_nebula(tmp_path), None),
     }
     assert set(fixtures) == set(PUBLISHED_SETS), "each published set needs a fixture here"
     return fixtures[name]
@@ -99,3 +130,42 @@ def test_cli_help_lists_every_published_set_with_its_path_and_statistic():
         entry = JUDGMENT_SETS[name]
         line = next(line for line in text.splitlines() if line.split()[:1] == [name])
         assert entry.path in line and line.endswith(entry.statistic)
+
+
+def test_nebula_is_kendall_tau_c_over_all_rows_self_references_kept(tmp_path):
+    path = _write_nebula(tmp_path)
+    judgments = load_set("nebula", path)
+    assert len(judgments) == 40
+    assert judgments[3].candidate in judgments[3].references  # kept, as published
+    assert [j.candidate_id for j in judgments] == [str(i) for i in range(40)]
+    report, _ = harness.evaluate_judgments("nebula", judgments, _length_score, False)
+    pairs = harness.group_judgments(judgments)
+    assert len(pairs.keys) == 40  # one row each, none merged
+    metric = _length_score(pairs.gts, pairs.res)[1]
+    human = np.array([j.score for j in judgments])
+    expected = 100 * stats.kendalltau(metric, human, variant="c").statistic
+    assert report["I2CE"]["tau_c"] == pytest.approx(expected)
+    lines = tmp_path / "nebula.jsonl"  # JSON lines read the same
+    lines.write_text("".join(json.dumps(row) + "\n" for row in json.loads(path.read_text())))
+    assert read_nebula(lines) == judgments
+
+
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ({"imgid": "x", "mt": "a dog", "refs": ["a dog"], "score": 1.5}, "row 1: score"),
+        ({"imgid": "x", "mt": "a dog", "refs": [], "score": 0.5}, "row 1: refs"),
+        ({"imgid": "x", "refs": ["a dog"], "score": 0.5}, "row 1: mt"),
+        ({"mt": "a dog", "refs": ["a dog"], "score": 0.5}, "row 1: imgid"),
+        ({"imgid": "x", "mt": "a dog", "refs": ["a dog"], "score": "high"}, "row 1: score"),
+    ],
+)
+def test_nebula_bad_rows_are_named(tmp_path, row, message):
+    good = {"imgid": 1, "mt": "a cat", "refs": ["a cat sits"], "score": 0.25}
+    path = tmp_path / "nebula.json"
+    path.write_text(json.dumps([good, row]))
+    with pytest.raises(DataFormatError, match=f"nebula.json: {message}"):
+        read_nebula(path)
+    path.write_text(json.dumps(good) + "\n" + json.dumps(row) + "\n")
+    with pytest.raises(DataFormatError, match=f"nebula.json:2: {message}"):
+        read_nebula(path)
