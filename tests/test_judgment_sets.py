@@ -29,7 +29,22 @@ FIXTURES = Path(__file__).parent / "fixtures" / "judgments"
 RECORD = {JudgmentProtocol.ABSOLUTE: Judgment, JudgmentProtocol.PAIRWISE: PairJudgment}
 
 
-NEBULA_WORDS = "a dog cat man woman runs sits on the grass beach red ball with".split()
+NEBULA_WORDS = [
+    "a",
+    "dog",
+    "cat",
+    "man",
+    "woman",
+    "runs",
+    "sits",
+    "on",
+    "the",
+    "grass",
+    "beach",
+    "red",
+    "ball",
+    "with",
+]
 
 
 def _write_nebula(tmp_path: Path, rows: int = 40, seed: int = 0) -> Path:
