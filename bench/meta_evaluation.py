@@ -32,6 +32,7 @@ from bench import minilm
 from bench.harness import SHARED_DATA, load_average, record_results
 from capsim.eval import judgment_harness as harness
 from capsim.eval.judgment_sets import load_set
+from capsim.eval.plugged_metrics import plugged_metric
 from capsim.tables import format_table
 from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
@@ -73,7 +74,7 @@ def main() -> None:
         for name in pretrained.NAMES:
             scorers[f"I2CE-{name}"] = I2CEScorer.pretrained(name).compute_score
     if not args.no_minilm and not args.no_models and minilm.available():
-        scorers["MiniLM"] = harness.plugged_metric("MiniLM", "bench.minilm:MiniLMScorer")
+        scorers["MiniLM"] = plugged_metric("MiniLM", "bench.minilm:MiniLMScorer")
     began = time.perf_counter()
     builtin_only = harness.score_set(SET, judgments)
     builtin_seconds = time.perf_counter() - began

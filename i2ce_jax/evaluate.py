@@ -47,8 +47,9 @@ import numpy as np
 from capsim.cli import run_command
 from capsim.data.captions import read_json_file
 from capsim.errors import DataFormatError
-from capsim.eval.judgment_harness import NGRAM_METRICS, plugged_metric, score_set, set_report
+from capsim.eval.judgment_harness import NGRAM_METRICS, score_set, set_report
 from capsim.eval.judgment_sets import JUDGMENT_SETS, PUBLISHED_SETS, judgment_set, load_set
+from capsim.eval.plugged_metrics import plugged_metric
 from capsim.tables import format_table
 from i2ce_jax import pretrained
 from i2ce_jax.score import write_atomically

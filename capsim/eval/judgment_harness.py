@@ -12,7 +12,6 @@ and every pair of metrics a paired test (``capsim.eval.meta_statistics``).
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
@@ -22,12 +21,11 @@ from capsim.errors import DataFormatError
 from capsim.eval import meta_statistics as meta
 from capsim.eval.correlation import MIN_SYSTEMS, kendall_tau
 from capsim.eval.judgment_sets import JudgmentProtocol, judgment_set
+from capsim.eval.plugged_metrics import ComputeScore, checked_scores, given_scores
 from capsim.metrics.coco_metrics import compute_caption_metrics
 from capsim.metrics.tokenizer import ptb_tokenize
 
 PERCENT = 100.0
-# A scorer follows pycocoevalcap's contract: compute_score(gts, res) -> (corpus, per-caption).
-ComputeScore = Callable[[Mapping[str, list[str]], Mapping[str, list[str]]], tuple]
 
 
 @dataclasses.dataclass
@@ -110,74 +108,6 @@ def tau_c_table(pairs: JudgedPairs, scores: Mapping[str, np.ndarray]) -> dict[st
 NGRAM_METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "ROUGE-L", "CIDEr", "METEOR")
 
 
-def plugged_metric(name: str, spec: str) -> ComputeScore:
-    """The ``compute_score`` of ``MODULE:ATTR``: an object that has it, or a class or
-    zero-argument function that returns one. Errors name the metric."""
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise ValueError(f"metric {name!r}: expected MODULE:ATTR, got {spec!r}")
-    try:
-        module = importlib.import_module(module_name)
-    except ImportError as error:
-        raise ValueError(
-            f"metric {name!r}: module {module_name!r} does not import ({error})"
-        ) from error
-    if not hasattr(module, attribute):
-        raise ValueError(f"metric {name!r}: module {module_name!r} has no {attribute!r}")
-    target = getattr(module, attribute)
-    if isinstance(target, type) or (callable(target) and not hasattr(target, "compute_score")):
-        target = target()
-    if not callable(getattr(target, "compute_score", None)):
-        raise ValueError(
-            f"metric {name!r}: {spec} is not an object with compute_score(gts, res), "
-            "nor a class or function that returns one"
-        )
-    return target.compute_score
-
-
-def _checked_scores(metric: str, set_name: str, ids: Sequence[str], values) -> np.ndarray:
-    """A metric's per-row scores as floats, refused (naming the row) when they are not
-    one finite number per row."""
-    try:
-        scores = np.asarray(values, np.float64).reshape(-1)
-    except (TypeError, ValueError) as error:
-        raise ValueError(
-            f"metric {metric!r} on {set_name}: scores are not numbers ({error})"
-        ) from error
-    if scores.size != len(ids):
-        raise ValueError(
-            f"metric {metric!r} on {set_name}: {scores.size} scores for {len(ids)} rows"
-        )
-    bad = np.flatnonzero(~np.isfinite(scores))
-    if bad.size:
-        raise ValueError(
-            f"metric {metric!r} on {set_name}: row {ids[bad[0]]!r} scored {scores[bad[0]]} "
-            f"({bad.size} rows not finite)"
-        )
-    return scores
-
-
-def given_scores(
-    metric: str, set_name: str, ids: Sequence[str], scores: Mapping[str, object]
-) -> np.ndarray:
-    """Scores a user computed beforehand, ``row id -> score``, lined up with the set's rows."""
-    missing = [row for row in ids if row not in scores]
-    if missing:
-        raise ValueError(
-            f"metric {metric!r} on {set_name}: no score for row {missing[0]!r} "
-            f"({len(missing)} of {len(ids)} rows missing)"
-        )
-    values = []
-    for row in ids:
-        value = scores[row]
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ValueError(
-                f"metric {metric!r} on {set_name}: row {row!r} scored {value!r}, not a number"
-            )
-        values.append(float(value))
-    return _checked_scores(metric, set_name, ids, values)
-
-
 @dataclasses.dataclass
 class ScoredSet:
     """One judgment set's pairs and every metric's score of each of them, scored once."""
@@ -220,7 +150,7 @@ def score_set(
                 f"metric {metric!r} on {name}: compute_score must return "
                 f"(corpus score, per-caption scores), got {type(result).__name__}"
             )
-        scores[metric] = _checked_scores(metric, name, ids, per_row)
+        scores[metric] = checked_scores(metric, name, ids, per_row)
     for metric, by_id in given.items():
         scores[metric] = given_scores(metric, name, ids, by_id)
     return ScoredSet(name, pairs, scores, skipped)
