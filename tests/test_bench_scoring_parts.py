@@ -71,7 +71,10 @@ def test_the_suite_times_both_evaluators_and_each_metric():
     assert set(row["metrics"]["capsim"]) == set(scoring_suite.SUITE_METRICS)
     assert set(row["metrics"]["pycocoevalcap"]) == set(scoring_suite.SUITE_METRICS) - {"I2CE"}
     assert row["ratio_median"] > 0
-    assert "| whole `evaluate()` |" in scoring_suite.suite_table(row)
+    table = scoring_suite.suite_table(row)
+    assert "| whole `evaluate()`, I2CE included |" in table
+    assert "| whole `evaluate()`, the same metrics (the drop-in without I2CE) |" in table
+    assert len(row["drop_in"]) == 1 and row["drop_in_ratio"]["ratio_median"] > 0
     assert set(row["meteor_phases"]) == {*scoring_suite.METEOR_PHASES, "whole"}
     table = scoring_suite.meteor_phase_table(row)
     assert all(f"| {phase} |" in table for phase in (*scoring_suite.METEOR_PHASES, "rest"))

@@ -14,7 +14,7 @@ from capsim.errors import CaptionError
 from capsim.metrics.bleu import BLEU_SMALL, BLEU_TINY, Bleu
 from capsim.metrics.cider import CiderD
 from capsim.metrics.coco_metrics import compute_ngram_metrics
-from capsim.metrics.ngram_counts import pair_ngrams
+from capsim.metrics.ngram_counts import count_ngrams, pair_ngrams
 from capsim.metrics.rouge import Rouge, lcs_lengths
 
 GOLDEN_FILE = "golden/pycocoevalcap_flickr8k_expert.json"
@@ -211,3 +211,52 @@ def test_ngrams_counted_once_serve_bleu_and_cider_only_at_their_order():
         Bleu(3).statistics_of(counted)
     with pytest.raises(ValueError, match="order 4, the metric needs order 2"):
         CiderD(2).scores_of(counted)
+
+
+def _counter_reference(sentences: list[str], max_order: int):
+    """What a Counter per distinct sentence builds: columns numbered as first met, each
+    row's n-grams in the order first met (order by order, start by start)."""
+    from collections import Counter
+
+    distinct = list(dict.fromkeys(sentences))
+    columns: dict[tuple, int] = {}
+    rows = []
+    for sentence in distinct:
+        tokens = sentence.split()
+        grams = Counter(
+            tuple(tokens[s : s + n])
+            for n in range(1, max_order + 1)
+            for s in range(len(tokens) - n + 1)
+        )
+        rows.append([(columns.setdefault(g, len(columns)), c) for g, c in grams.items()])
+    orders = [len(g) for g in columns]
+    return distinct, rows, orders
+
+
+def test_ngram_counts_are_a_counter_per_sentence_in_its_order():
+    """The compiled counter (one hash table over (shorter n-gram, word) keys) builds the
+    very matrix a Counter per sentence does, entry order included: the sums over it, and
+    so CIDEr-D's last bits, do not depend on how it was counted."""
+    rng = random.Random(4)
+    for _ in range(60):
+        words = rng.sample("abcdefghij", rng.randint(1, 10))
+        sentences = [
+            " ".join(rng.choices(words, k=rng.randint(0, 14))) for _ in range(rng.randint(1, 30))
+        ]
+        sentences += rng.sample(sentences, len(sentences) // 3)  # repeats share a row
+        max_order = rng.randint(1, 6)
+        counts, rows = count_ngrams(sentences, max_order)
+        distinct, expected_rows, orders = _counter_reference(sentences, max_order)
+        assert rows.tolist() == [distinct.index(s) for s in sentences]
+        matrix = counts.counts
+        assert matrix.shape == (len(distinct), len(orders))
+        for r, expected in enumerate(expected_rows):
+            entries = slice(matrix.indptr[r], matrix.indptr[r + 1])
+            got = zip(matrix.indices[entries].tolist(), matrix.data[entries].tolist(), strict=True)
+            assert list(got) == [(column, float(count)) for column, count in expected]
+        assert counts.order_onehot.argmax(1).tolist() == [n - 1 for n in orders]
+        assert counts.lengths.tolist() == [len(s.split()) for s in distinct]
+    # a table that grows many times over: thousands of distinct n-grams
+    many = [" ".join(f"w{rng.randint(0, 5000)}" for _ in range(12)) for _ in range(3000)]
+    counts, _ = count_ngrams(many, 4)
+    assert counts.counts.shape[1] == len(_counter_reference(many, 4)[2])

@@ -9,9 +9,10 @@ already tokenized (tokens separated by spaces).
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
+import itertools
 from collections.abc import Hashable, Mapping, Sequence
 
+import numba
 import numpy as np
 from scipy import sparse
 
@@ -79,7 +80,10 @@ def count_ngrams(sentences: Sequence[str], max_order: int) -> tuple[NgramCounts,
     """Counts the n-grams of each distinct sentence once (captions repeat a lot).
 
     Sentences are split on whitespace. Returns the counts and, for each input
-    sentence, its row in them.
+    sentence, its row in them. Columns are numbered in the order the n-grams are
+    first met (sentence by sentence; in a sentence, order by order, start by start),
+    and each row lists its n-grams in that order: the matrix a ``Counter`` per
+    sentence would build, so sums over it run in the same order.
     """
     if max_order < 1:
         raise ValueError(f"max_order must be >= 1, got {max_order}")
@@ -89,27 +93,99 @@ def count_ngrams(sentences: Sequence[str], max_order: int) -> tuple[NgramCounts,
         dtype=np.int64,
         count=len(sentences),
     )
-    column_of_ngram: dict[tuple[str, ...], int] = {}
-    indptr, indices, values, lengths = [0], [], [], []
-    for sentence in row_of_sentence:
-        tokens = sentence.split()
-        grams = Counter(
-            tuple(tokens[start : start + order])
-            for order in range(1, max_order + 1)
-            for start in range(len(tokens) - order + 1)
-        )
-        for gram, count in grams.items():
-            indices.append(column_of_ngram.setdefault(gram, len(column_of_ngram)))
-            values.append(count)
-        indptr.append(len(indices))
-        lengths.append(len(tokens))
+    tokens = [sentence.split() for sentence in row_of_sentence]
+    lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
+    flat = list(itertools.chain.from_iterable(tokens))
+    vocabulary = {word: number for number, word in enumerate(dict.fromkeys(flat))}
+    words = np.fromiter(map(vocabulary.__getitem__, flat), np.int64, len(flat))
+    starts = np.zeros(len(tokens) + 1, np.int64)
+    np.cumsum(lengths, out=starts[1:])
+    indptr, indices, values, orders = _counted(words, starts, max_order, len(vocabulary))
     counts = sparse.csr_array(
-        (np.asarray(values, dtype=np.float64), np.asarray(indices, dtype=np.int64), indptr),
-        shape=(len(row_of_sentence), len(column_of_ngram)),
+        (values.astype(np.float64), indices, indptr), shape=(len(tokens), len(orders))
     )
-    orders = np.fromiter((len(g) for g in column_of_ngram), np.int64, len(column_of_ngram))
     order_onehot = np.eye(max_order)[orders - 1]
-    return NgramCounts(counts, order_onehot, np.asarray(lengths, dtype=np.int64)), input_rows
+    return NgramCounts(counts, order_onehot, lengths), input_rows
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing's multiplier
+
+
+@numba.njit(cache=True, nogil=True)
+def _slot(table: np.ndarray, key: int, bits: int) -> int:
+    """Where ``key`` is in the open-addressing ``table`` of keys, or the empty slot it
+    goes to."""
+    mask = np.int64((1 << bits) - 1)
+    at = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(64 - bits))
+    while table[at] != -1 and table[at] != key:
+        at = (at + np.int64(1)) & mask
+    return at
+
+
+@numba.njit(cache=True, nogil=True)
+def _counted(words: np.ndarray, starts: np.ndarray, max_order: int, vocabulary: int) -> tuple:
+    """CSR (indptr, indices, values) of each sentence's 1..max_order-grams and each
+    column's order. An n-gram is keyed by its (n-1)-gram's column and its last word, so
+    one hash table numbers them all, in the order they are first met."""
+    rows = len(starts) - 1
+    bits = 16
+    keys = np.full(1 << bits, -1, np.int64)
+    column_at = np.empty(1 << bits, np.int64)
+    orders = np.empty(1024, np.int64)
+    row_seen = np.full(1024, -1, np.int64)  # the last row that met each column
+    entry_of = np.empty(1024, np.int64)  # and its entry in that row
+    occurrences = 0
+    for r in range(rows):
+        length = starts[r + 1] - starts[r]
+        for n in range(min(length, max_order)):
+            occurrences += length - n
+    indptr = np.zeros(rows + 1, np.int64)
+    indices = np.empty(occurrences, np.int64)
+    values = np.zeros(occurrences, np.int64)
+    previous = np.empty(max(1, np.max(starts[1:] - starts[:-1]) if rows else 1), np.int64)
+    columns = 0
+    entries = 0
+    for r in range(rows):
+        first = starts[r]
+        length = starts[r + 1] - first
+        for n in range(min(length, max_order)):
+            for s in range(length - n):
+                word = words[first + s + n]
+                key = word if n == 0 else vocabulary + previous[s] * (vocabulary + 1) + word
+                if 2 * (columns + 1) > (1 << bits):  # keep the table at most half full
+                    bits += 1
+                    old_keys, old_columns = keys, column_at
+                    keys = np.full(1 << bits, -1, np.int64)
+                    column_at = np.empty(1 << bits, np.int64)
+                    for k in range(len(old_keys)):
+                        if old_keys[k] != -1:
+                            at = _slot(keys, old_keys[k], bits)
+                            keys[at], column_at[at] = old_keys[k], old_columns[k]
+                at = _slot(keys, key, bits)
+                if keys[at] == -1:
+                    if columns == len(orders):
+                        orders = _grown(orders, -1)
+                        row_seen = _grown(row_seen, -1)
+                        entry_of = _grown(entry_of, -1)
+                    keys[at], column_at[at] = key, columns
+                    orders[columns] = n + 1
+                    columns += 1
+                column = column_at[at]
+                previous[s] = column
+                if row_seen[column] != r:
+                    row_seen[column], entry_of[column] = r, entries
+                    indices[entries] = column
+                    entries += 1
+                values[entry_of[column]] += 1
+        indptr[r + 1] = entries
+    return indptr, indices[:entries].copy(), values[:entries].copy(), orders[:columns].copy()
+
+
+@numba.njit(cache=True, nogil=True)
+def _grown(values: np.ndarray, fill: int) -> np.ndarray:
+    bigger = np.full(2 * len(values), fill, values.dtype)
+    bigger[: len(values)] = values
+    return bigger
 
 
 @dataclasses.dataclass(frozen=True)
