@@ -50,56 +50,33 @@ def _before(credit: np.ndarray, rank: np.ndarray, a: int, b: int) -> bool:
 
 
 @inlined
-def _push(heap: np.ndarray, size: int, credit: np.ndarray, rank: np.ndarray, new: int) -> int:
-    """Offers partial ``new`` (the latest yet) to ``heap``, the best ``len(heap)`` partials
-    so far with the worst on top; returns the heap's new size."""
-    if size < len(heap):
+def _insert(best: np.ndarray, size: int, credit: np.ndarray, rank: np.ndarray, new: int) -> int:
+    """Offers partial ``new`` (the latest yet) to ``best``, the best ``len(best)`` partials
+    so far in the beam's order; returns how many it holds. Grown partials arrive nearly in
+    that order, so an insertion moves few of them."""
+    if size == len(best):
+        if not _before(credit, rank, new, best[size - 1]):
+            return size
+        at = size - 1  # the worst makes room
+    else:
         at = size
-        while at > 0 and _before(credit, rank, heap[(at - 1) // 2], new):
-            heap[at] = heap[(at - 1) // 2]
-            at = (at - 1) // 2
-        heap[at] = new
-        return size + 1
-    if not _before(credit, rank, new, heap[0]):
-        return size
-    at = 0
-    while True:  # sift the new partial down from the top
-        child = 2 * at + 1
-        if child >= size:
-            break
-        if child + 1 < size and _before(credit, rank, heap[child], heap[child + 1]):
-            child += 1
-        if not _before(credit, rank, new, heap[child]):
-            break
-        heap[at] = heap[child]
-        at = child
-    heap[at] = new
+        size += 1
+    while at > 0 and _before(credit, rank, new, best[at - 1]):
+        best[at] = best[at - 1]
+        at -= 1
+    best[at] = new
     return size
-
-
-@inlined
-def _in_order(heap: np.ndarray, size: int, credit: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """The partials of ``heap`` in the beam's order, by insertion from the heap's leaves
-    (the better ones) to its top (the worst): nearly in order already."""
-    out = heap[:size][::-1].copy()
-    for k in range(1, size):
-        moving, at = out[k], k
-        while at > 0 and _before(credit, rank, moving, out[at - 1]):
-            out[at] = out[at - 1]
-            at -= 1
-        out[at] = moving
-    return out
 
 
 @compiled
 def _ranked(credit: np.ndarray, rank: np.ndarray, count: int) -> np.ndarray:
     """The first BEAM_SIZE of ``count`` partials in the beam's order (what a stable sort by
     credit, high first, then rank, low first, and a cut would leave)."""
-    heap = np.empty(BEAM_SIZE, np.int64)
+    best = np.empty(BEAM_SIZE, np.int64)
     size = 0
     for partial in range(count):
-        size = _push(heap, size, credit, rank, partial)
-    return _in_order(heap, size, credit, rank)
+        size = _insert(best, size, credit, rank, partial)
+    return best[:size]
 
 
 @inlined
@@ -159,7 +136,7 @@ def align(test_len: int, ref_len: int, found: np.ndarray) -> np.ndarray:
     grown_credit, grown_rank = np.empty(room, np.int64), np.empty(room, np.int64)
     grown_ref_end, grown_open_end = np.empty(room, np.int64), np.empty(room, np.int64)
     grown_from, grown_took = np.empty(room, np.int64), np.empty(room, np.int64)
-    heap = np.empty(BEAM_SIZE, np.int64)  # the grown partials the cut keeps, worst on top
+    best = np.empty(BEAM_SIZE, np.int64)  # the grown partials the cut keeps, in order
     gains = np.array([_credit(found[c]) for c in range(count)], np.int64)
     shifts = np.abs(found[:, 0] - found[:, 1])
     links = np.empty((max(16, 4 * count), 2), np.int64)  # (candidate taken, link before)
@@ -208,10 +185,11 @@ def align(test_len: int, ref_len: int, found: np.ndarray) -> np.ndarray:
                     grown_ref_end[grown] = found[c, 0] + found[c, 3]
                     grown_open_end[grown] = i + tl
                     grown_from[grown], grown_took[grown] = k, c
-                    kept = _push(heap, kept, grown_credit, grown_rank, grown)
+                    kept = _insert(best, kept, grown_credit, grown_rank, grown)
                     grown += 1
                     if kept == BEAM_SIZE:
-                        worst_credit, worst_rank = grown_credit[heap[0]], grown_rank[heap[0]]
+                        worst = best[BEAM_SIZE - 1]
+                        worst_credit, worst_rank = grown_credit[worst], grown_rank[worst]
                 elif _settled(worst_credit, worst_rank, credit[k] + most, distance):
                     settled = True  # its later branches and the partial itself rank lower still
                     break
@@ -223,11 +201,12 @@ def align(test_len: int, ref_len: int, found: np.ndarray) -> np.ndarray:
                     grown_ref_end[grown] = ref_end[k]
                     grown_open_end[grown] = open_end[k] if covered else -1
                     grown_from[grown], grown_took[grown] = k, -1
-                    kept = _push(heap, kept, grown_credit, grown_rank, grown)
+                    kept = _insert(best, kept, grown_credit, grown_rank, grown)
                     grown += 1
                     if kept == BEAM_SIZE:
-                        worst_credit, worst_rank = grown_credit[heap[0]], grown_rank[heap[0]]
-        order = _in_order(heap, kept, grown_credit, grown_rank)
+                        worst = best[BEAM_SIZE - 1]
+                        worst_credit, worst_rank = grown_credit[worst], grown_rank[worst]
+        order = best[:kept]
         s_credit, s_rank, s_ref_end, s_open_end, s_link, s_mask = spare
         for k in range(len(order)):
             g = order[k]
