@@ -75,6 +75,24 @@ class Batch(NamedTuple):
     reference: np.ndarray
 
 
+@inlined
+def _key_at(keys: np.ndarray, buckets: np.ndarray, state: np.uint64) -> int:
+    """Where ``state`` is among the index's keys, or -1: a bisection of the keys that share
+    its top 16 bits."""
+    top = state >> BUCKET_SHIFT
+    at, high = buckets[top], buckets[top + 1]
+    bucket_end = high
+    while at < high:
+        middle = (at + high) >> 1
+        if keys[middle] < state:
+            at = middle + 1
+        else:
+            high = middle
+    if at == bucket_end or keys[at] != state:
+        return -1
+    return at
+
+
 @compiled
 def find_spans(
     sentence_at: np.ndarray,
@@ -87,27 +105,26 @@ def find_spans(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Each sentence's spans that are phrases of the paraphrase table: (span_at, start,
     length, key), hashing each n-gram from the one a word shorter and stopping where no
-    phrase of the table starts with it."""
+    phrase of the table starts with it. A word's own key is looked up once per call."""
     count = len(sentence_at) - 1
     span_at = np.zeros(count + 1, np.int64)
     found = np.empty((max(16, 4 * len(words)), 3), np.int64)
+    word_key = np.full(len(word_hashes), -2, np.int64)  # -2: not looked up yet
     n = 0
     for s in range(count):
         end = sentence_at[s + 1]
         for start in range(sentence_at[s], end):
             state = FOLD_START
             for length in range(1, min(max_words, end - start) + 1):
-                state = fold(state, word_hashes[words[start + length - 1]])
-                top = state >> BUCKET_SHIFT
-                at, high = buckets[top], buckets[top + 1]
-                bucket_end = high
-                while at < high:  # bisect the keys sharing the top 16 bits
-                    middle = (at + high) >> 1
-                    if keys[middle] < state:
-                        at = middle + 1
-                    else:
-                        high = middle
-                if at == bucket_end or keys[at] != state:
+                word = words[start + length - 1]
+                state = fold(state, word_hashes[word])
+                if length > 1:
+                    at = _key_at(keys, buckets, state)
+                else:
+                    if word_key[word] == -2:
+                        word_key[word] = _key_at(keys, buckets, state)
+                    at = word_key[word]
+                if at < 0:
                     break
                 if kinds[at] & PHRASE:
                     found = with_room(found, n)
