@@ -35,6 +35,7 @@ from capsim.eval.judgment_sets import load_set
 from capsim.eval.plugged_metrics import plugged_metric
 from capsim.tables import format_table
 from i2ce_jax import pretrained
+from i2ce_jax.evaluate import verdict
 from i2ce_jax.scorer import I2CEScorer
 
 SECTION = "## Metric comparisons with intervals"
@@ -50,12 +51,6 @@ CLAIMS = (
     ("METEOR", "ROUGE-L"),
     ("BLEU-4", "ROUGE-L"),
 )
-
-
-def _reading(entry: dict) -> str:
-    if entry["ci_low"] <= 0 <= entry["ci_high"]:
-        return "level"
-    return "above" if entry["delta"] > 0 else "below"
 
 
 def main() -> None:
@@ -138,7 +133,7 @@ def main() -> None:
                     "95% interval": f"[{entry['ci_low']:+.2f}, {entry['ci_high']:+.2f}]",
                     "p (paired bootstrap)": f"{entry['p_value']:.3f}",
                     "p (Williams, Pearson)": f"{entry['p_value_williams']:.3f}",
-                    "reading": _reading(entry),
+                    "reading": verdict(entry),
                 }
             )
     text = "\n\n".join(

@@ -15,7 +15,6 @@ from capsim.eval.correlation import (
     kendall_tau,
     pearson,
     spearman,
-    system_level_agreement,
 )
 
 GOLDEN_FILE = "golden/pycocoevalcap_flickr8k_expert.json"
@@ -99,32 +98,6 @@ def test_bad_inputs_raise(correlate, x, y, message):
 def test_unknown_kendall_variant_raises():
     with pytest.raises(ValueError, match="'a'"):
         kendall_tau(X, Y, variant="a")
-
-
-def test_system_level_agreement_correlates_per_system_means():
-    systems = ["s1", "s2", "s3", "s4", "s1", "s2", "s3", "s4", "s1"]
-    human = np.array([1.0, 2.0, 4.0, 3.0, 2.0, 2.0, 3.0, 4.0, 3.0])
-    metric = np.array([0.1, 0.5, 0.2, 0.9, 0.3, 0.4, 0.6, 0.7, 0.2])
-    labels = np.array(systems)
-    human_means = [human[labels == s].mean() for s in ("s1", "s2", "s3", "s4")]
-    metric_means = [metric[labels == s].mean() for s in ("s1", "s2", "s3", "s4")]
-    agreement = system_level_agreement({"m": metric}, human, systems)
-    assert agreement == {
-        "m": {
-            "kendall_tau_b": pytest.approx(stats.kendalltau(metric_means, human_means).statistic),
-            "spearman": pytest.approx(stats.spearmanr(metric_means, human_means).statistic),
-            "pearson": pytest.approx(stats.pearsonr(metric_means, human_means).statistic),
-        }
-    }
-
-
-def test_system_level_agreement_needs_three_systems_and_clean_scores():
-    with pytest.raises(ValueError, match="at least 3 systems"):
-        system_level_agreement({"m": [1.0, 2.0, 3.0]}, [1.0, 2.0, 3.0], ["a", "b", "a"])
-    with pytest.raises(ValueError, match=r"metric 'm'.*x\[1\] is not finite"):
-        system_level_agreement({"m": [1.0, np.nan, 3.0]}, [1.0, 2.0, 3.0], ["a", "b", "c"])
-    with pytest.raises(ValueError, match="2 system labels for 3 human scores"):
-        system_level_agreement({"m": [1.0, 2.0, 3.0]}, [1.0, 2.0, 3.0], ["a", "b"])
 
 
 @pytest.mark.parametrize("method", ["kendall_tau_c", "spearman", "pearson"])

@@ -2,9 +2,10 @@
 
 Caption metrics are judged by rank agreement with people: Kendall tau-c at
 caption level (the Flickr8k-Expert convention), tau-b, Spearman and Pearson
-beside it, the same correlations between per-system means, and the
-metric-by-metric matrix. Inputs are checked first, so a NaN score or a
-misaligned list fails loudly instead of turning into a NaN correlation.
+beside it, and the metric-by-metric matrix (the system level and every
+bootstrap over resampled rows are in ``capsim.eval.meta_statistics``). Inputs
+are checked first, so a NaN score or a misaligned list fails loudly instead of
+turning into a NaN correlation.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from scipy import stats
 
 MIN_ITEMS = 2
 MIN_SYSTEMS = 3
-SYSTEM_LEVEL_CORRELATIONS = ("kendall_tau_b", "spearman", "pearson")
 
 
 def _checked_pair(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
@@ -71,41 +71,6 @@ CORRELATIONS: dict[str, Callable[[Sequence[float], Sequence[float]], float]] = {
 def correlations(x: Sequence[float], y: Sequence[float]) -> dict[str, float]:
     """Kendall tau-b, tau-c, Spearman and Pearson of x against y."""
     return {name: correlate(x, y) for name, correlate in CORRELATIONS.items()}
-
-
-def system_level_agreement(
-    metric_scores: Mapping[str, Sequence[float]],
-    human_scores: Sequence[float],
-    systems: Sequence[str],
-) -> dict[str, dict[str, float]]:
-    """Correlates per-system means of each metric with per-system mean human scores.
-
-    ``systems[i]`` names the system that produced item i. Returns, per metric,
-    Kendall tau-b, Spearman and Pearson across systems (at least MIN_SYSTEMS).
-    """
-    systems = list(systems)
-    if len(systems) != len(human_scores):
-        raise ValueError(f"{len(systems)} system labels for {len(human_scores)} human scores")
-    names, system_of_item = np.unique(np.asarray(systems, dtype=object), return_inverse=True)
-    if len(names) < MIN_SYSTEMS:
-        raise ValueError(f"need at least {MIN_SYSTEMS} systems, got {len(names)}: {list(names)}")
-    items_per_system = np.bincount(system_of_item)
-
-    def system_means(values: np.ndarray) -> np.ndarray:
-        return np.bincount(system_of_item, weights=values) / items_per_system
-
-    agreement = {}
-    for metric, scores in metric_scores.items():
-        try:
-            scores, human = _checked_pair(scores, human_scores)
-        except ValueError as error:
-            raise ValueError(f"metric {metric!r} against human scores: {error}") from error
-        metric_means, human_means = system_means(scores), system_means(human)
-        agreement[metric] = {
-            name: CORRELATIONS[name](metric_means, human_means)
-            for name in SYSTEM_LEVEL_CORRELATIONS
-        }
-    return agreement
 
 
 def correlation_matrix(

@@ -32,11 +32,12 @@ import numba
 import numpy as np
 from scipy import stats
 
+from capsim.metrics import bootstrap
+
 # The absolute sets' statistics, in the order of the columns of ROW_STATISTICS' output.
 ROW_STATISTICS = ("tau_c", "tau_b", "spearman", "pearson")
 SYSTEM_STATISTICS = ("system_kendall_tau_b", "system_pearson")
 DEFAULT_CONFIDENCE = 0.95
-TIE_TOLERANCE = 1e-12
 
 
 @dataclasses.dataclass(frozen=True)
@@ -272,12 +273,12 @@ def interval(values: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> tupl
 
 
 def paired_p_value(differences: np.ndarray, delta: float) -> float:
-    """The paired bootstrap p-value: centred resampled differences at least as far from 0
-    as ``delta`` (allowing rounding), plus one, over resamples plus one."""
+    """The paired bootstrap p-value of ``capsim.metrics.bootstrap``: centred resampled
+    differences at least as far from 0 as ``delta``, plus one, over resamples plus one
+    (resamples where the statistic is undefined are left out)."""
     differences = differences[np.isfinite(differences)]
     centred = differences - differences.mean() if differences.size else differences
-    threshold = abs(delta) - TIE_TOLERANCE * max(1.0, abs(delta))
-    return float(((np.abs(centred) >= threshold).sum() + 1) / (differences.size + 1))
+    return float(bootstrap.p_value(centred[:, None], np.array([delta]))[0])
 
 
 def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, float]:

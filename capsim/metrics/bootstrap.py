@@ -132,8 +132,8 @@ def bootstrap(
                 raise ValueError(f"{name} and {baseline} list metrics in different orders")
             delta = full[name, metric.keys] - full[baseline, metric.keys]
             differences = resampled[name, metric.keys] - resampled[baseline, metric.keys]
-            bootstrap_p = _p_value(differences - differences.mean(axis=0), delta)
-            randomization_p = _p_value(_randomized_differences(metric, base, swaps), delta)
+            bootstrap_p = p_value(differences - differences.mean(axis=0), delta)
+            randomization_p = p_value(_randomized_differences(metric, base, swaps), delta)
             for k, key in enumerate(metric.keys):
                 report["comparisons"][name][key] = {
                     "delta": float(delta[k]),
@@ -150,7 +150,7 @@ def bootstrap(
     return report
 
 
-def _p_value(differences: np.ndarray, delta: np.ndarray) -> np.ndarray:
+def p_value(differences: np.ndarray, delta: np.ndarray) -> np.ndarray:
     """(draws at least as far from 0 as ``delta`` + 1) / (draws + 1), per key; "as far"
     allows rounding (a swap of two equal outputs gives ``delta`` again, in other sums)."""
     threshold = np.abs(delta) - TIE_TOLERANCE * np.maximum(1.0, np.abs(delta))
