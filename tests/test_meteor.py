@@ -23,6 +23,7 @@ from capsim.metrics.meteor import (
     corpus_stats,
     meteor_from_stats,
     resources,
+    tables,
 )
 from capsim.metrics.meteor import normalize as normalize_module
 from capsim.metrics.meteor import scorer as scorer_module
@@ -412,9 +413,9 @@ def test_paraphrase_index_is_cached_on_disk_and_rebuilt_when_its_source_changes(
     prefixes = np.searchsorted(index.keys, resources.phrase_hashes(["a", "a big"]))
     assert (index.kinds[prefixes] == resources.PREFIX).all()
     assert index.kinds[ids[0]] == resources.PHRASE
-    sources, targets, _ = index.links(ids[:3])
     big, large = int(ids[0]), int(ids[1])
-    assert set(zip(sources.tolist(), targets.tolist(), strict=True)) == {(big, large), (large, big)}
+    assert index.paraphrases[index.paraphrase_at[big] : index.paraphrase_at[big + 1]] == [large]
+    assert index.paraphrases[index.paraphrase_at[large] : index.paraphrase_at[large + 1]] == [big]
     assert index.max_words == 3
     folder = next((tmp_path / "cache").iterdir())
     manifest = json.loads((folder / "paraphrase.json").read_text())
@@ -435,6 +436,82 @@ def _golden_sample(shared_data, step: int) -> tuple[dict, dict]:
     rows = json.loads((shared_data / GOLDEN_FILE).read_text())["rows"][::step]
     gts = {row["key"]: row["references"] for row in rows}
     return gts, {row["key"]: [row["candidate"]] for row in rows}
+
+
+def test_words_are_numbered_as_first_met_across_sentences_and_table_growth():
+    """The compiled numbering splits at runs of spaces, keeps multi-byte characters whole
+    and numbers words as a dict would, past the growth of its table."""
+    rng = random.Random(0)
+    alphabet = ["a", "b", "é", "狗", "\x0b", "z"]
+    for case in range(30):
+        sentences = [
+            " " * rng.randrange(3)
+            + (" " * rng.randrange(1, 3)).join(
+                "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 4 + case // 5)))
+                for _ in range(rng.randrange(0, 40))
+            )
+            + " " * rng.randrange(3)
+            for _ in range(rng.randrange(1, 12))
+        ]
+        encoded = [s.encode() for s in sentences]
+        ends = np.cumsum([len(e) + 1 for e in encoded]) - 1
+        text = np.frombuffer(b" ".join(encoded), np.uint8)
+        sentence_at, ids, firsts = tables.number_words(text, ends)
+        numbers: dict[str, int] = {}
+        expected = [
+            numbers.setdefault(w, len(numbers)) for s in sentences for w in s.split(" ") if w
+        ]
+        assert ids.tolist() == expected
+        assert (
+            sentence_at.tolist()
+            == np.cumsum(
+                [0] + [len(s.split(" ")) - s.split(" ").count("") for s in sentences]
+            ).tolist()
+        )
+        joined = b" ".join(encoded)
+        assert [joined[a:b].decode() for a, b in firsts.tolist()] == list(numbers)
+
+
+def test_phrases_are_found_numbered_and_linked_as_the_table_lists_them(monkeypatch, tmp_path):
+    """On a generated table: every span of a sentence that is a phrase of the table, the
+    call's phrases numbered in key order, and each linked to its listed paraphrases that
+    the call holds, with their table lines."""
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    source = tmp_path / "paraphrase-en.gz"
+    pairs = [("a big dog", "a large dog"), ("big", "large"), ("large", "big"), ("dog", "hound")]
+    pairs += [("big dog", "cat"), ("the big", "that big")]
+    _write_table(source, pairs)
+    index = resources.paraphrase_index.__wrapped__(source)
+    sentences = [["a", "big", "dog", "runs"], ["the", "large", "dog"], ["a", "big", "cat"]]
+    vocabulary = list(dict.fromkeys(w for s in sentences for w in s))
+    words = np.array([vocabulary.index(w) for s in sentences for w in s])
+    sentence_at = np.cumsum([0] + [len(s) for s in sentences])
+    hashes = np.array([resources.word_hash(w) for w in vocabulary], np.uint64)
+    span_at, start, length, phrase, reach_at, reach_target, reach_line = tables.phrase_tables(
+        sentence_at, words, hashes, index.arrays
+    )
+    table = {a for a, _ in pairs} | {b for _, b in pairs}
+    expected = [
+        (s, i, n) for s, words_of in enumerate(sentences) for i in range(len(words_of))
+        for n in range(1, len(words_of) - i + 1) if " ".join(words_of[i : i + n]) in table
+    ]  # fmt: skip
+    found = [
+        (s, int(start[k]), int(length[k]))
+        for s in range(3)
+        for k in range(span_at[s], span_at[s + 1])
+    ]
+    assert found == expected
+    texts = [" ".join(sentences[s][i : i + n]) for s, i, n in found]
+    keys = index.ids(resources.phrase_hashes(texts))
+    present = sorted(set(keys.tolist()))
+    assert [present[p] for p in phrase] == keys.tolist()
+    by_key = {int(index.ids(resources.phrase_hashes([t]))[0]): t for t in texts}
+    links = {
+        (by_key[present[p]], by_key[present[reach_target[k]]], int(reach_line[k]))
+        for p in range(len(present)) for k in range(reach_at[p], reach_at[p + 1])
+    }  # fmt: skip
+    # Of the listed pairs, those whose both sides the sentences hold, with their lines.
+    assert links == {(a, b, line) for line, (a, b) in enumerate(pairs) if a in texts and b in texts}
 
 
 def test_threads_give_the_statistics_of_one(meteor, shared_data, monkeypatch):

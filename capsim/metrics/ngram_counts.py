@@ -112,7 +112,7 @@ _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing's multiplier
 
 
 @numba.njit(cache=True, nogil=True)
-def _slot(table: np.ndarray, key: int, bits: int) -> int:
+def open_slot(table: np.ndarray, key: int, bits: int) -> int:
     """Where ``key`` is in the open-addressing ``table`` of keys, or the empty slot it
     goes to."""
     mask = np.int64((1 << bits) - 1)
@@ -159,9 +159,9 @@ def _counted(words: np.ndarray, starts: np.ndarray, max_order: int, vocabulary: 
                     column_at = np.empty(1 << bits, np.int64)
                     for k in range(len(old_keys)):
                         if old_keys[k] != -1:
-                            at = _slot(keys, old_keys[k], bits)
+                            at = open_slot(keys, old_keys[k], bits)
                             keys[at], column_at[at] = old_keys[k], old_columns[k]
-                at = _slot(keys, key, bits)
+                at = open_slot(keys, key, bits)
                 if keys[at] == -1:
                     if columns == len(orders):
                         orders = _grown(orders, -1)

@@ -1,4 +1,4 @@
-"""METEOR 1.5's four matchers and its phrase finder, as the jar behaves, compiled.
+"""METEOR 1.5's four matchers, as the jar behaves, compiled.
 
 Matchers (Denkowski & Lavie 2011, 2014), each giving candidate matches
 between a candidate's and a reference's tokens:
@@ -20,7 +20,7 @@ search (capsim.metrics.meteor.alignment) reads them in that order.
 
 Everything in capsim.metrics.meteor's compiled core is compiled by numba (``nogil``:
 threads run it side by side), over flat arrays that capsim.metrics.meteor.scorer
-prepares once per call: the sentences as word ids, each word's stem id,
+prepares once per call (with capsim.metrics.meteor.tables): the sentences as word ids, each word's stem id,
 function-word flag and WordNet synsets, each sentence's phrases of the paraphrase
 table and each phrase's paraphrases (``Batch``).
 """
@@ -32,8 +32,6 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
-
-from capsim.metrics.meteor.resources import BUCKET_SHIFT, FOLD_START, PHRASE, PREFIX, fold
 
 EXACT, STEM, SYNONYM, PARAPHRASE = range(4)
 MODULE_COUNT = 4
@@ -73,67 +71,6 @@ class Batch(NamedTuple):
     candidate: np.ndarray
     reference_at: np.ndarray
     reference: np.ndarray
-
-
-@inlined
-def _key_at(keys: np.ndarray, buckets: np.ndarray, state: np.uint64) -> int:
-    """Where ``state`` is among the index's keys, or -1: a bisection of the keys that share
-    its top 16 bits."""
-    top = state >> BUCKET_SHIFT
-    at, high = buckets[top], buckets[top + 1]
-    bucket_end = high
-    while at < high:
-        middle = (at + high) >> 1
-        if keys[middle] < state:
-            at = middle + 1
-        else:
-            high = middle
-    if at == bucket_end or keys[at] != state:
-        return -1
-    return at
-
-
-@compiled
-def find_spans(
-    sentence_at: np.ndarray,
-    words: np.ndarray,
-    word_hashes: np.ndarray,
-    keys: np.ndarray,
-    kinds: np.ndarray,
-    buckets: np.ndarray,
-    max_words: int,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Each sentence's spans that are phrases of the paraphrase table: (span_at, start,
-    length, key), hashing each n-gram from the one a word shorter and stopping where no
-    phrase of the table starts with it. A word's own key is looked up once per call."""
-    count = len(sentence_at) - 1
-    span_at = np.zeros(count + 1, np.int64)
-    found = np.empty((max(16, 4 * len(words)), 3), np.int64)
-    word_key = np.full(len(word_hashes), -2, np.int64)  # -2: not looked up yet
-    n = 0
-    for s in range(count):
-        end = sentence_at[s + 1]
-        for start in range(sentence_at[s], end):
-            state = FOLD_START
-            for length in range(1, min(max_words, end - start) + 1):
-                word = words[start + length - 1]
-                state = fold(state, word_hashes[word])
-                if length > 1:
-                    at = _key_at(keys, buckets, state)
-                else:
-                    if word_key[word] == -2:
-                        word_key[word] = _key_at(keys, buckets, state)
-                    at = word_key[word]
-                if at < 0:
-                    break
-                if kinds[at] & PHRASE:
-                    found = with_room(found, n)
-                    found[n, 0], found[n, 1], found[n, 2] = start - sentence_at[s], length, at
-                    n += 1
-                if not kinds[at] & PREFIX:
-                    break
-        span_at[s + 1] = n
-    return span_at, found[:n, 0].copy(), found[:n, 1].copy(), found[:n, 2].copy()
 
 
 @inlined

@@ -97,6 +97,14 @@ def normalize(text: str, prefixes: Collection[str], numeric_prefixes: Collection
     return _normalized(text, prefixes, numeric_prefixes)
 
 
+def token_text(text: str, prefixes: Collection[str], numeric_prefixes: Collection[str]) -> str:
+    """``normalize``'s tokens as one string, split at runs of spaces (no token holds one):
+    plain text as it is, so that most captions need no Python work per token."""
+    if _PLAIN.fullmatch(text):
+        return text
+    return " ".join(_normalized(text, prefixes, numeric_prefixes))
+
+
 def _normalized(
     text: str, prefixes: Collection[str], numeric_prefixes: Collection[str]
 ) -> list[str]:

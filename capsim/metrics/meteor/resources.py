@@ -26,6 +26,7 @@ import os
 import warnings
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -43,7 +44,8 @@ PHRASE, PREFIX = np.uint8(1), np.uint8(2)
 FOLD_START = np.uint64(0x9E3779B97F4A7C15)
 _MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
 _S27, _S30, _S31 = np.uint64(27), np.uint64(30), np.uint64(31)
-BUCKET_SHIFT = np.uint64(48)  # keys are found by their top 16 bits first, then bisected
+BUCKET_BITS = 20  # keys are found by their top 20 bits first (about 3 keys each), then bisected
+BUCKET_SHIFT = np.uint64(64 - BUCKET_BITS)
 
 
 class MeteorResourceError(RuntimeError):
@@ -116,6 +118,18 @@ def _hashes_of(phrases: list[str]) -> tuple[np.ndarray, np.ndarray]:
     return _prefix_hashes(matrix, lengths), lengths
 
 
+class IndexArrays(NamedTuple):
+    """The index as the compiled phrase finder reads it (see ParaphraseIndex)."""
+
+    keys: np.ndarray
+    kinds: np.ndarray
+    buckets: np.ndarray
+    max_words: int
+    paraphrase_at: np.ndarray
+    paraphrases: np.ndarray
+    lines: np.ndarray
+
+
 @dataclasses.dataclass(frozen=True)
 class ParaphraseIndex:
     """The paraphrase table as sorted hashes: phrase i is the i-th smallest key.
@@ -125,7 +139,7 @@ class ParaphraseIndex:
     are ``paraphrases[paraphrase_at[i]:paraphrase_at[i + 1]]`` (phrase ids, ascending),
     and ``lines`` holds each one's position in the table, which is the order in which
     the jar tries a phrase's paraphrases; ``table_lines`` is one more than the last
-    line. ``buckets[b]`` is the first key whose top 16 bits are b.
+    line. ``buckets[b]`` is the first key whose top BUCKET_BITS bits are b.
     """
 
     keys: np.ndarray
@@ -136,31 +150,27 @@ class ParaphraseIndex:
     max_words: int
     buckets: np.ndarray = dataclasses.field(init=False, repr=False)
     table_lines: int = dataclasses.field(init=False)
+    arrays: IndexArrays = dataclasses.field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        tops = np.arange(1 << 16, dtype=np.uint64) << BUCKET_SHIFT
-        starts = np.searchsorted(self.keys, tops)
-        object.__setattr__(self, "buckets", np.append(starts, len(self.keys)).astype(np.int64))
+        tops = (self.keys >> BUCKET_SHIFT).astype(np.intp)
+        counts = np.bincount(tops, minlength=1 << BUCKET_BITS)
+        buckets = np.zeros(len(counts) + 1, np.int64)
+        np.cumsum(counts, out=buckets[1:])
+        object.__setattr__(self, "buckets", buckets)
         object.__setattr__(self, "table_lines", int(self.lines.max()) + 1 if len(self.lines) else 0)
+        arrays = IndexArrays(
+            *(np.asarray(a) for a in (self.keys, self.kinds, buckets)),
+            self.max_words,
+            *(np.asarray(a) for a in (self.paraphrase_at, self.paraphrases, self.lines)),
+        )
+        object.__setattr__(self, "arrays", arrays)
 
     def ids(self, hashes: np.ndarray) -> np.ndarray:
         """Index of each phrase hash among the keys, -1 where it is no phrase of the table."""
         found = np.minimum(np.searchsorted(self.keys, hashes), len(self.keys) - 1)
         listed = (self.keys[found] == hashes) & (self.kinds[found] & PHRASE > 0)
         return np.where(listed, found, -1)
-
-    def links(self, phrases: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(source, target, table line) of every listed pair among phrase ids ``phrases``."""
-        phrases = np.unique(np.asarray(phrases, dtype=np.int64))
-        if not len(phrases):
-            return phrases, phrases, np.zeros(0, np.uint32)
-        starts, stops = self.paraphrase_at[phrases], self.paraphrase_at[phrases + 1]
-        counts = stops - starts
-        at = np.repeat(starts - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
-        sources = np.repeat(phrases, counts)
-        targets = self.paraphrases[at].astype(np.int64)
-        kept = phrases[np.minimum(np.searchsorted(phrases, targets), len(phrases) - 1)] == targets
-        return sources[kept], targets[kept], self.lines[at[kept]]
 
 
 def _sha256(path: Path) -> str:

@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from capsim.errors import CaptionError
-from capsim.metrics.meteor import lexicon, matching, resources, statistics
-from capsim.metrics.meteor.normalize import normalize
+from capsim.metrics.meteor import lexicon, matching, resources, statistics, tables
+from capsim.metrics.meteor.normalize import token_text
 from capsim.metrics.meteor.statistics import CHUNKS
 
 FIELD_SEPARATOR = "|||"  # METEOR's stdio protocol separator
@@ -148,53 +148,41 @@ class Meteor:
     def prepare(self, candidates: list[str], references: list[list[str]]) -> matching.Batch:
         """Checked and cleaned captions (see _checked_inputs) as the compiled core's arrays:
         each distinct caption normalized once, each distinct word looked up once."""
-        data, words = self._data, self._lexicon
+        data, index = self._data, self._index
         texts: dict[str, int] = {}
         for text in (*candidates, *(r for refs in references for r in refs)):
             texts.setdefault(text, len(texts))
-        tokens = [normalize(text, data.prefixes, data.numeric_prefixes) for text in texts]
-        sentence_at = np.zeros(len(tokens) + 1, np.int64)
-        np.cumsum([len(t) for t in tokens], out=sentence_at[1:])
-        flat = list(itertools.chain.from_iterable(tokens))
-        listed = list(dict.fromkeys(flat))
-        vocabulary = {word: number for number, word in enumerate(listed)}
-        ids = np.fromiter(map(vocabulary.__getitem__, flat), np.int64, len(flat))
-        stems: dict[str, int] = {}
-        stem_ids = np.fromiter(
-            (stems.setdefault(words.stem(w), len(stems)) for w in listed), np.int64, len(listed)
+        tokens = [token_text(text, data.prefixes, data.numeric_prefixes) for text in texts]
+        joined = " ".join(tokens)  # one space after each sentence ends it
+        plain = joined.isascii()  # then a character is a byte
+        encoded = joined.encode()
+        lengths = ((len(t) if plain else len(t.encode())) + 1 for t in tokens)
+        ends = np.cumsum(np.fromiter(lengths, np.int64, len(tokens))) - 1
+        sentence_at, ids, firsts = tables.number_words(np.frombuffer(encoded, np.uint8), ends)
+        if plain:
+            listed = [joined[start:end] for start, end in firsts.tolist()]
+        else:
+            listed = [encoded[start:end].decode() for start, end in firsts.tolist()]
+        words = self._lexicon.tables(listed)
+        span_at, span_start, span_length, span_phrase, reach_at, reach_target, reach_line = (
+            tables.phrase_tables(sentence_at, ids, words.hashes, index.arrays)
         )
-        function = np.fromiter((w in words.function_words for w in listed), np.bool_, len(listed))
-        synsets = [words.synsets(w) for w in listed]
-        synset_at = np.zeros(len(listed) + 1, np.int64)
-        np.cumsum([len(found) for found in synsets], out=synset_at[1:])
-        synset_ids = np.fromiter(itertools.chain.from_iterable(synsets), np.int64, synset_at[-1])
-        hashes = np.fromiter(map(words.hash, listed), np.uint64, len(listed))
-        index = self._index
-        span_at, span_start, span_length, keys = matching.find_spans(
-            sentence_at, ids, hashes, np.asarray(index.keys), np.asarray(index.kinds),
-            index.buckets, index.max_words,
-        )  # fmt: skip
-        present, span_phrase = np.unique(keys, return_inverse=True)
-        sources, targets, lines = index.links(present)
-        sources = np.searchsorted(present, sources)
-        order = np.argsort(sources, kind="stable")
-        reach_at = np.searchsorted(sources[order], np.arange(len(present) + 1))
         reference_at = np.zeros(len(references) + 1, np.int64)
         np.cumsum([len(refs) for refs in references], out=reference_at[1:])
         return matching.Batch(
             sentence_at=sentence_at,
             words=ids,
-            stems=stem_ids,
-            function=function,
-            synset_at=synset_at,
-            synsets=synset_ids,
+            stems=words.stems,
+            function=words.function,
+            synset_at=words.synset_at,
+            synsets=words.synsets,
             span_at=span_at,
             span_start=span_start,
             span_length=span_length,
-            span_phrase=span_phrase.astype(np.int64),
-            reach_at=reach_at.astype(np.int64),
-            reach_target=np.searchsorted(present, targets[order]).astype(np.int64),
-            reach_line=lines[order].astype(np.int64),
+            span_phrase=span_phrase,
+            reach_at=reach_at,
+            reach_target=reach_target,
+            reach_line=reach_line,
             table_lines=index.table_lines,
             max_words=index.max_words,
             candidate=np.array([texts[c] for c in candidates], np.int64),
