@@ -39,32 +39,39 @@ CHUNK = np.int64(1 << 32)
 
 
 @inlined
-def _before(credit: np.ndarray, rank: np.ndarray, a: int, b: int) -> bool:
-    """Partial ``a`` ranks before ``b``: more credit, else a lower chunks-and-distance rank,
-    else it came first (the beam's sort is stable)."""
-    if credit[a] != credit[b]:
-        return credit[a] > credit[b]
-    if rank[a] != rank[b]:
-        return rank[a] < rank[b]
-    return a < b
+def _ahead(credit: int, rank: int, cut_credit: np.ndarray, cut_rank: np.ndarray, at: int) -> bool:
+    """A partial of ``credit`` and ``rank``, newer than the cut's partial ``at``, ranks before
+    it: more credit, else a lower chunks-and-distance rank (a tie keeps the older first, as
+    the beam's sort is stable)."""
+    return credit > cut_credit[at] or (credit == cut_credit[at] and rank < cut_rank[at])
 
 
 @inlined
-def _insert(best: np.ndarray, size: int, credit: np.ndarray, rank: np.ndarray, new: int) -> int:
-    """Offers partial ``new`` (the latest yet) to ``best``, the best ``len(best)`` partials
-    so far in the beam's order; returns how many it holds. Grown partials arrive nearly in
-    that order, so an insertion moves few of them."""
-    if size == len(best):
-        if not _before(credit, rank, new, best[size - 1]):
+def _offer(
+    cut_credit: np.ndarray,
+    cut_rank: np.ndarray,
+    cut_id: np.ndarray,
+    size: int,
+    credit: int,
+    rank: int,
+    new: int,
+) -> int:
+    """Offers partial ``new``, the latest yet, to the cut: the best ``size`` (at most
+    BEAM_SIZE) partials so far in the beam's order, with their credit and rank beside them
+    so that an insertion reads no other array. Returns how many the cut holds."""
+    if size == BEAM_SIZE:
+        if not _ahead(credit, rank, cut_credit, cut_rank, size - 1):
             return size
         at = size - 1  # the worst makes room
     else:
         at = size
         size += 1
-    while at > 0 and _before(credit, rank, new, best[at - 1]):
-        best[at] = best[at - 1]
+    while at > 0 and _ahead(credit, rank, cut_credit, cut_rank, at - 1):
+        cut_credit[at] = cut_credit[at - 1]
+        cut_rank[at] = cut_rank[at - 1]
+        cut_id[at] = cut_id[at - 1]
         at -= 1
-    best[at] = new
+    cut_credit[at], cut_rank[at], cut_id[at] = credit, rank, new
     return size
 
 
@@ -72,11 +79,12 @@ def _insert(best: np.ndarray, size: int, credit: np.ndarray, rank: np.ndarray, n
 def _ranked(credit: np.ndarray, rank: np.ndarray, count: int) -> np.ndarray:
     """The first BEAM_SIZE of ``count`` partials in the beam's order (what a stable sort by
     credit, high first, then rank, low first, and a cut would leave)."""
-    best = np.empty(BEAM_SIZE, np.int64)
+    cut_credit, cut_rank = np.empty(BEAM_SIZE, np.int64), np.empty(BEAM_SIZE, np.int64)
+    cut_id = np.empty(BEAM_SIZE, np.int64)
     size = 0
     for partial in range(count):
-        size = _insert(best, size, credit, rank, partial)
-    return best[:size]
+        size = _offer(cut_credit, cut_rank, cut_id, size, credit[partial], rank[partial], partial)
+    return cut_id[:size]
 
 
 @inlined
@@ -133,10 +141,11 @@ def align(test_len: int, ref_len: int, found: np.ndarray) -> np.ndarray:
     spare = _partials(BEAM_SIZE, (test_len + 63) >> 6)
     # Grown partials, before the cut keeps BEAM_SIZE of them: the partial they grew from
     # and the candidate they took (-1: none); their words and link are built once kept.
-    grown_credit, grown_rank = np.empty(room, np.int64), np.empty(room, np.int64)
     grown_ref_end, grown_open_end = np.empty(room, np.int64), np.empty(room, np.int64)
     grown_from, grown_took = np.empty(room, np.int64), np.empty(room, np.int64)
-    best = np.empty(BEAM_SIZE, np.int64)  # the grown partials the cut keeps, in order
+    # The grown partials the cut keeps, in the beam's order: credit, rank, grown number.
+    cut_credit, cut_rank = np.empty(BEAM_SIZE, np.int64), np.empty(BEAM_SIZE, np.int64)
+    cut_id = np.empty(BEAM_SIZE, np.int64)
     gains = np.array([_credit(found[c]) for c in range(count)], np.int64)
     shifts = np.abs(found[:, 0] - found[:, 1])
     links = np.empty((max(16, 4 * count), 2), np.int64)  # (candidate taken, link before)
@@ -181,15 +190,13 @@ def align(test_len: int, ref_len: int, found: np.ndarray) -> np.ndarray:
                 new_credit = credit[k] + gains[c]
                 # Kept while the cut has room, or if it ranks before the cut's worst.
                 if kept < BEAM_SIZE or _settled(new_credit, new_rank, worst_credit, worst_rank - 1):
-                    grown_credit[grown], grown_rank[grown] = new_credit, new_rank
                     grown_ref_end[grown] = found[c, 0] + found[c, 3]
                     grown_open_end[grown] = i + tl
                     grown_from[grown], grown_took[grown] = k, c
-                    kept = _insert(best, kept, grown_credit, grown_rank, grown)
+                    kept = _offer(cut_credit, cut_rank, cut_id, kept, new_credit, new_rank, grown)
                     grown += 1
                     if kept == BEAM_SIZE:
-                        worst = best[BEAM_SIZE - 1]
-                        worst_credit, worst_rank = grown_credit[worst], grown_rank[worst]
+                        worst_credit, worst_rank = cut_credit[kept - 1], cut_rank[kept - 1]
                 elif _settled(worst_credit, worst_rank, credit[k] + most, distance):
                     settled = True  # its later branches and the partial itself rank lower still
                     break
@@ -197,21 +204,18 @@ def align(test_len: int, ref_len: int, found: np.ndarray) -> np.ndarray:
             if not settled and (covered or only < 0):  # the partial taking nothing at p
                 new_rank = distance + CHUNK * (not covered and open_end[k] >= 0)
                 if kept < BEAM_SIZE or _settled(credit[k], new_rank, worst_credit, worst_rank - 1):
-                    grown_credit[grown], grown_rank[grown] = credit[k], new_rank
                     grown_ref_end[grown] = ref_end[k]
                     grown_open_end[grown] = open_end[k] if covered else -1
                     grown_from[grown], grown_took[grown] = k, -1
-                    kept = _insert(best, kept, grown_credit, grown_rank, grown)
+                    kept = _offer(cut_credit, cut_rank, cut_id, kept, credit[k], new_rank, grown)
                     grown += 1
                     if kept == BEAM_SIZE:
-                        worst = best[BEAM_SIZE - 1]
-                        worst_credit, worst_rank = grown_credit[worst], grown_rank[worst]
-        order = best[:kept]
+                        worst_credit, worst_rank = cut_credit[kept - 1], cut_rank[kept - 1]
         s_credit, s_rank, s_ref_end, s_open_end, s_link, s_mask = spare
-        for k in range(len(order)):
-            g = order[k]
+        for k in range(kept):
+            g = cut_id[k]
             parent, c = grown_from[g], grown_took[g]
-            s_credit[k], s_rank[k] = grown_credit[g], grown_rank[g]
+            s_credit[k], s_rank[k] = cut_credit[k], cut_rank[k]
             s_ref_end[k], s_open_end[k] = grown_ref_end[g], grown_open_end[g]
             for w in range(mask.shape[1]):
                 s_mask[k, w] = mask[parent, w]
@@ -224,7 +228,7 @@ def align(test_len: int, ref_len: int, found: np.ndarray) -> np.ndarray:
                 s_link[k] = linked
                 linked += 1
         beam, spare = spare, beam
-        paths = len(order)
+        paths = kept
     if not in_order:
         beam = _reordered(beam, spare, paths)
     credit, rank, ref_end, open_end, link, mask = beam

@@ -198,10 +198,33 @@ def candidates(batch: Batch, test: int, ref: int, scratch: tuple) -> np.ndarray:
     _clear(ref_synsets, synset_heads)
     _clear(test_phrases, test_phrase_heads)
     _clear(ref_phrases, ref_phrase_heads)
-    rows = rows[:n]
-    order = np.argsort(rows[:, 1], kind="mergesort")
-    order = order[np.argsort(rows[order, 0], kind="mergesort")]
-    return rows[order, 2:]
+    return _ranked_rows(rows, n, (len(ref_words) * 4 + MODULE_COUNT) * 2)
+
+
+@inlined
+def _ranked_rows(rows: np.ndarray, n: int, keys: int) -> np.ndarray:
+    """``rows[:n, 2:]`` stably sorted by (rank key, rank key within): counted into their
+    rank keys (< ``keys``), then sorted by insertion within each, where the rows of a key
+    mostly come in order already."""
+    at = np.zeros(keys + 1, np.int64)
+    for r in range(n):
+        at[rows[r, 0] + 1] += 1
+    for key in range(keys):
+        at[key + 1] += at[key]
+    end = at[:-1].copy()  # the end of each key's rows so far
+    order = np.empty(n, np.int64)
+    for r in range(n):
+        key, within = rows[r, 0], rows[r, 1]
+        position = end[key]
+        end[key] += 1
+        while position > at[key] and rows[order[position - 1], 1] > within:
+            order[position] = order[position - 1]
+            position -= 1
+        order[position] = r
+    out = np.empty((n, 5), np.int64)
+    for r in range(n):
+        out[r] = rows[order[r], 2:]
+    return out
 
 
 @compiled
