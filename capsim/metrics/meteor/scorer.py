@@ -126,18 +126,28 @@ class Meteor:
 
     def statistics(self, gts: References, res: Candidates) -> np.ndarray:
         """[captions, 23]: each caption's statistics (its best reference's), in the order
-        of ``gts``."""
-        return self.start(gts, res)()
+        of ``gts``. A call of one part is scored in the caller's thread."""
+        batch, bounds = self._parts(gts, res)
+        if len(bounds) == 2:
+            return statistics.caption_statistics(batch, *bounds)
+        return self._scored_in_threads(batch, bounds)()
 
     def start(self, gts: References, res: Candidates) -> Callable[[], np.ndarray]:
         """``statistics(gts, res)``, begun: the captions are prepared now and scored in
         threads, and calling the returned function (once) waits for them, so that the
         caller can compute something else meanwhile."""
+        return self._scored_in_threads(*self._parts(gts, res))
+
+    def _parts(self, gts: References, res: Candidates) -> tuple[matching.Batch, list[int]]:
+        """The call's captions prepared, and the bounds of the parts they are scored in."""
         candidates, references = _checked_inputs(gts, res)
         batch = self.prepare(candidates, references)
         parts = max(1, min(self._threads, len(candidates) // PART_MIN_CAPTIONS))
-        bounds = np.linspace(0, len(candidates), parts + 1).astype(int).tolist()
-        pool = concurrent.futures.ThreadPoolExecutor(parts, "capsim-meteor")
+        return batch, np.linspace(0, len(candidates), parts + 1).astype(int).tolist()
+
+    @staticmethod
+    def _scored_in_threads(batch: matching.Batch, bounds: list[int]) -> Callable[[], np.ndarray]:
+        pool = concurrent.futures.ThreadPoolExecutor(len(bounds) - 1, "capsim-meteor")
         futures = [
             pool.submit(statistics.caption_statistics, batch, first, last)
             for first, last in itertools.pairwise(bounds)
