@@ -111,7 +111,7 @@ def count_ngrams(sentences: Sequence[str], max_order: int) -> tuple[NgramCounts,
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing's multiplier
 
 
-@numba.njit(cache=True, nogil=True)
+@numba.njit(cache=True, nogil=True, inline="always")  # inlined: a call passing an array
 def open_slot(table: np.ndarray, key: int, bits: int) -> int:
     """Where ``key`` is in the open-addressing ``table`` of keys, or the empty slot it
     goes to."""
