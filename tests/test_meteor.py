@@ -28,6 +28,7 @@ from capsim.metrics.meteor import (
 from capsim.metrics.meteor import normalize as normalize_module
 from capsim.metrics.meteor import scorer as scorer_module
 from capsim.metrics.meteor.alignment import align
+from capsim.metrics.meteor.lexicon import Lexicon
 from capsim.metrics.meteor.matching import EXACT, PARAPHRASE, STEM
 from capsim.metrics.meteor.normalize import normalize
 from capsim.metrics.meteor.statistics import CHUNKS
@@ -436,6 +437,29 @@ def _golden_sample(shared_data, step: int) -> tuple[dict, dict]:
     rows = json.loads((shared_data / GOLDEN_FILE).read_text())["rows"][::step]
     gts = {row["key"]: row["references"] for row in rows}
     return gts, {row["key"]: [row["candidate"]] for row in rows}
+
+
+def test_the_lexicon_numbers_words_once_and_its_tables_only_grow(meteor):
+    """A word keeps its id across calls; tables handed out stay valid as they grow."""
+    lexicon = Lexicon(meteor._data)
+    dog, dogs, the = lexicon.ids(["dog", "dogs", "the"]).tolist()
+    before = lexicon.tables()
+    words = [f"zz{k}" for k in range(3000)] + ["dogs", "running"]
+    again = lexicon.ids(words)
+    after = lexicon.tables()
+    assert again[-2] == dogs and len(set(again.tolist())) == len(words)
+    assert len(after.stems) == 3 + 3001 and len(before.stems) == 3
+    for name in ("stems", "function", "hashes"):
+        assert np.array_equal(getattr(after, name)[:3], getattr(before, name))
+    assert after.stems[dog] == after.stems[dogs] != after.stems[the]
+    assert after.function[the] and not after.function[dog]
+    assert after.hashes[again[-1]] == resources.word_hash("running")
+
+    def synsets(word_id):
+        return after.synsets[after.synset_at[word_id] : after.synset_at[word_id + 1]].tolist()
+
+    assert synsets(dog) and synsets(dogs) == synsets(dog)  # WordNet's -s rule
+    assert synsets(again[0]) == []
 
 
 def test_words_are_numbered_as_first_met_across_sentences_and_table_growth():

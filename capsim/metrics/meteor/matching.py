@@ -20,9 +20,9 @@ search (capsim.metrics.meteor.alignment) reads them in that order.
 
 Everything in capsim.metrics.meteor's compiled core is compiled by numba (``nogil``:
 threads run it side by side), over flat arrays that capsim.metrics.meteor.scorer
-prepares once per call (with capsim.metrics.meteor.tables): the sentences as word ids, each word's stem id,
-function-word flag and WordNet synsets, each sentence's phrases of the paraphrase
-table and each phrase's paraphrases (``Batch``).
+prepares once per call (with capsim.metrics.meteor.tables and .lexicon): the sentences
+as word ids, each word's stem id, function-word flag and WordNet synsets, each
+sentence's phrases of the paraphrase table and each phrase's paraphrases (``Batch``).
 """
 
 from __future__ import annotations
@@ -55,10 +55,10 @@ class Batch(NamedTuple):
 
     sentence_at: np.ndarray
     words: np.ndarray
-    stems: np.ndarray  # per word id
+    stems: np.ndarray  # per word id (words are numbered for the process: Lexicon.ids)
     function: np.ndarray  # per word id: a function word
     synset_at: np.ndarray
-    synsets: np.ndarray  # numbered for the process (Lexicon.synsets)
+    synsets: np.ndarray  # numbered for the process
     span_at: np.ndarray
     span_start: np.ndarray
     span_length: np.ndarray

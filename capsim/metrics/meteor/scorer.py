@@ -168,12 +168,13 @@ class Meteor:
         encoded = joined.encode()
         lengths = ((len(t) if plain else len(t.encode())) + 1 for t in tokens)
         ends = np.cumsum(np.fromiter(lengths, np.int64, len(tokens))) - 1
-        sentence_at, ids, firsts = tables.number_words(np.frombuffer(encoded, np.uint8), ends)
+        sentence_at, local_ids, firsts = tables.number_words(np.frombuffer(encoded, np.uint8), ends)
         if plain:
             listed = [joined[start:end] for start, end in firsts.tolist()]
         else:
             listed = [encoded[start:end].decode() for start, end in firsts.tolist()]
-        words = self._lexicon.tables(listed)
+        ids = self._lexicon.ids(listed)[local_ids]
+        words = self._lexicon.tables()
         span_at, span_start, span_length, span_phrase, reach_at, reach_target, reach_line = (
             tables.phrase_tables(sentence_at, ids, words.hashes, index.arrays)
         )
