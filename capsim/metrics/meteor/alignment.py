@@ -42,8 +42,9 @@ CHUNK = np.int64(1 << 32)
 def _ahead(credit: int, rank: int, cut_credit: np.ndarray, cut_rank: np.ndarray, at: int) -> bool:
     """A partial of ``credit`` and ``rank``, newer than the cut's partial ``at``, ranks before
     it: more credit, else a lower chunks-and-distance rank (a tie keeps the older first, as
-    the beam's sort is stable)."""
-    return credit > cut_credit[at] or (credit == cut_credit[at] and rank < cut_rank[at])
+    the beam's sort is stable). Bitwise operators, not ``or`` and ``and``: the outcome is
+    hard to predict, and compiled without branches the search is about a third faster."""
+    return (credit > cut_credit[at]) | ((credit == cut_credit[at]) & (rank < cut_rank[at]))
 
 
 @inlined
@@ -100,7 +101,7 @@ def _credit(candidate: np.ndarray) -> int:
 def _settled(credit: int, rank: int, most: int, least: int) -> bool:
     """A partial of ``credit`` and ``rank`` ranks before every partial grown after it with
     at most ``most`` credit and at least ``least`` rank (a later partial loses a tie)."""
-    return credit > most or (credit == most and rank <= least)
+    return (credit > most) | ((credit == most) & (rank <= least))  # no branches, as _ahead
 
 
 @inlined
