@@ -97,8 +97,8 @@ class Lexicon:
         self._synsets[self._synset_at[first] : synsets_end] = list(
             itertools.chain.from_iterable(synsets)
         )
+        self._words = last  # first: a word's id is handed out only once its row is there
         self._ids.update(zip(words, range(first, last), strict=True))
-        self._words = last
 
     def _synset_ids(self, word: str) -> tuple[int, ...]:
         number = self._synset_numbers.setdefault
