@@ -12,10 +12,11 @@ pycocoevalcap removes ``|||`` from a candidate before sending it, and so does
 this class; a reference holding ``|||`` or any caption holding a line break
 would corrupt the jar's line protocol, so they are refused with the id.
 
-The words, stems, synonyms and phrases of a call are looked up here, in Python,
-once per distinct caption and word; the matchers, the alignment search and the
-scores run compiled (capsim.metrics.meteor.matching, .alignment, .statistics), in threads
-beside the caller.
+A call's distinct captions are normalised here, in Python (plain lower-case text
+takes a short path), and each word the process has not met before is looked up once
+(capsim.metrics.meteor.lexicon); the word numbering, the phrase finder, the matchers,
+the alignment search and the scores run compiled (capsim.metrics.meteor.tables,
+.matching, .alignment, .statistics), in threads beside the caller.
 """
 
 from __future__ import annotations
@@ -157,7 +158,7 @@ class Meteor:
 
     def prepare(self, candidates: list[str], references: list[list[str]]) -> matching.Batch:
         """Checked and cleaned captions (see _checked_inputs) as the compiled core's arrays:
-        each distinct caption normalized once, each distinct word looked up once."""
+        each distinct caption normalized once, its words numbered for the process."""
         data, index = self._data, self._index
         texts: dict[str, int] = {}
         for text in (*candidates, *(r for refs in references for r in refs)):
