@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import sys
 
-from conftest import import_extra
-
 from bench import meta_evaluation
 
 
 def test_the_bench_prints_cost_intervals_and_claims(shared_data, monkeypatch, capsys):
-    import_extra("pycocoevalcap")  # METEOR's data files
     monkeypatch.setattr(
         sys, "argv", ["meta_evaluation.py", "--no-models", "--resamples", "20", "--rounds", "1"]
     )

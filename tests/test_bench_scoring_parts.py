@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import requires, skip_reason
+from conftest import skip_reason
 
 from bench import scoring_parts, scoring_suite
 from capsim import text
@@ -60,7 +60,6 @@ def test_coco_files_hold_one_image_per_candidate(tmp_path):
     ]
 
 
-@requires("pycocotools")
 @pytest.mark.skipif(
     not scoring_suite.suite_available(), reason=f"needs Java and {skip_reason('pycocoevalcap')}"
 )

@@ -19,8 +19,6 @@ from conftest import skip_reason
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # (pytest.importorskip itself, so that the imports below may follow it)
 pytest.importorskip("torch", reason=skip_reason("torch"))
-# bench/throughput_scoring.py times pycocoevalcap beside capsim
-pytest.importorskip("pycocoevalcap", reason=skip_reason("pycocoevalcap"))
 
 from bench import harness, minilm
 from bench import throughput_parts as parts

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import import_extra, requires_pycocoevalcap, skip_reason
+from conftest import skip_reason
 
 from capsim.metrics import cocoeval
 from capsim.metrics.coco_metrics import meteor_available
@@ -79,7 +79,6 @@ def files(shared_data, tmp_path_factory) -> tuple[Path, Path]:
 
 @pytest.fixture(scope="module")
 def capsim_eval(files) -> COCOEvalCap:
-    import_extra("pycocoevalcap")  # METEOR's data files
     coco, results = cocoeval.load_files(*files)
     evaluator = COCOEvalCap(coco, results)
     evaluator.params["image_id"] = results.getImgIds()
@@ -89,8 +88,8 @@ def capsim_eval(files) -> COCOEvalCap:
 
 def _pycocoevalcap_eval(files: tuple[Path, Path], monkeypatch) -> object:
     """pycocoevalcap's own COCOEvalCap on the files, SPICE stubbed."""
-    pycoco = import_extra("pycocoevalcap.eval")
-    coco_api = import_extra("pycocotools.coco")
+    from pycocoevalcap import eval as pycoco
+    from pycocotools import coco as coco_api
 
     class NoSpice:  # pycocoevalcap's SPICE downloads CoreNLP; every other scorer is its own
         def compute_score(self, gts, res):
@@ -163,7 +162,6 @@ def test_spice_is_never_silently_missing(capsim_eval):
     assert list(capsim_eval.eval) == [*SHARED_KEYS, "SPICE", "I2CE"]  # pycocoevalcap's order
 
 
-@requires_pycocoevalcap  # METEOR's data files
 def test_the_command_prints_the_table_and_writes_json(files, tmp_path, capsys):
     out = tmp_path / "scores.json"
     code = i2ce_cocoeval.main(
@@ -257,11 +255,10 @@ def test_spice_finds_pycocoevalcap_as_a_namespace_package(
         assert found.endswith(reason) and "get_stanford_models" in found
 
 
-@requires_pycocoevalcap  # METEOR's data files
 def test_spice_values_go_into_img_to_eval_where_it_runs(files, monkeypatch):
     """With Java and CoreNLP present, pycocoevalcap's Spice runs and its per-image F-scores
     fill imgToEval (a stand-in Spice here: the real one needs CoreNLP's 1 GB)."""
-    spice_module = import_extra("pycocoevalcap.spice.spice")
+    from pycocoevalcap.spice import spice as spice_module
 
     class StandIn:
         def compute_score(self, gts, res):

@@ -4,7 +4,10 @@ requires()/import_extra(), which skip naming the extra, never by an import state
 Read statically, so a test module that would fail to import on a core-only or the
 README's install fails here, on any install. The rules:
 - an import statement in a test module (at any level) names the standard library, this
-  repository, or a package that ``pip install -e . pytest pytest-xdist`` brings;
+  repository, or a package that ``pip install -e . pytest pytest-xdist`` brings (the caption
+  metrics' install); a module that reaches the JAX stack at import time
+  (conftest.needs_jax_stack: not collected without it) may also name what the [jax] extra
+  brings;
 - an optional module is reached with ``import_extra("M")``, ``requires("M")`` or
   ``pytest.importorskip("M", reason=skip_reason("M"))``, and M is in conftest.EXTRAS;
 - a bench module a test imports (and every bench module it imports in turn) imports, at
@@ -23,8 +26,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import EXTRAS
+from conftest import EXTRAS, needs_jax_stack, third_party_reached
 from packaging.requirements import Requirement
+
+from capsim.extras import JAX_EXTRA, JAX_STACK
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
@@ -58,14 +63,24 @@ def requirement_closure(roots: list[str], extras: tuple[str, ...] = ()) -> set[s
     return seen
 
 
-def core_modules() -> set[str]:
-    """Top-level module names that ``pip install -e . pytest pytest-xdist`` brings."""
-    closure = requirement_closure(["capsim", "pytest", "pytest-xdist"])
+def installed_modules(roots: list[str], extras: tuple[str, ...] = ()) -> set[str]:
+    """Top-level module names that ``pip install roots[extras]`` brings."""
+    closure = requirement_closure(roots, extras)
     return {
         module
         for module, dists in metadata.packages_distributions().items()
         if any(_canonical(dist) in closure for dist in dists)
     }
+
+
+def core_modules() -> set[str]:
+    """Top-level module names that ``pip install -e . pytest pytest-xdist`` brings."""
+    return installed_modules(["capsim", "pytest", "pytest-xdist"])
+
+
+def jax_extra_modules() -> set[str]:
+    """Top-level module names that ``pip install -e ".[jax]"`` brings."""
+    return installed_modules(["capsim"], (JAX_EXTRA,))
 
 
 def _module_level(tree: ast.Module) -> Iterator[ast.AST]:
@@ -115,14 +130,16 @@ def bench_imports(module: str, seen: set[str]) -> Iterator[tuple[str, int, str]]
             yield from bench_imports(name, seen)
 
 
-def install_violations(core: set[str]) -> list[str]:
+def install_violations(core: set[str], jax_extra: set[str] = frozenset()) -> list[str]:
     """Every breach of the module docstring's rules, named by file and line."""
     stdlib = sys.stdlib_module_names
-    allowed = core | FIRST_PARTY | set(stdlib)
     problems = []
     for path in sorted(TESTS.glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         where = f"tests/{path.name}"
+        allowed = core | FIRST_PARTY | set(stdlib)
+        if needs_jax_stack(path):
+            allowed |= jax_extra
         extras = set()
         for line, module, call in guarded(tree):
             top = module.split(".")[0]
@@ -158,7 +175,32 @@ def install_violations(core: set[str]) -> list[str]:
 
 
 def test_test_modules_import_only_what_the_install_brings():
-    assert install_violations(core_modules()) == []
+    assert install_violations(core_modules(), jax_extra_modules()) == []
+
+
+def test_the_caption_metrics_install_brings_no_part_of_the_jax_stack():
+    assert not core_modules() & set(JAX_STACK)
+    assert set(JAX_STACK) <= jax_extra_modules()
+    # The metrics' own tests and the drop-in's command reach none of it.
+    for name in ("test_ngram.py", "test_bootstrap.py"):
+        assert not needs_jax_stack(TESTS / name), name
+    cocoeval = REPO / "capsim" / "metrics" / "cocoeval.py"
+    assert not third_party_reached(cocoeval) & set(JAX_STACK)
+    assert needs_jax_stack(TESTS / "test_trainer.py")
+
+
+def test_a_module_reaching_jax_through_the_repository_needs_the_jax_stack(tmp_path):
+    import conftest
+
+    def planted(name: str, source: str) -> Path:
+        path = tmp_path / f"test_{name}.py"  # one file each: their imports are cached
+        path.write_text(source)
+        return path
+
+    later = planted("later", "import numpy\n\ndef f():\n    import jax\n")
+    assert not conftest.needs_jax_stack(later)  # a function body runs later, if ever
+    assert conftest.needs_jax_stack(planted("embed", "from capsim import embed\n"))
+    assert conftest.needs_jax_stack(planted("i2ce", "from i2ce_jax import scorer\n"))
 
 
 def test_the_check_finds_an_unguarded_import_and_a_bench_module_importing_torch(
@@ -167,7 +209,7 @@ def test_the_check_finds_an_unguarded_import_and_a_bench_module_importing_torch(
     planted = tmp_path / "test_planted.py"
     planted.write_text("import torch\nfrom bench import throughput_parts\n")
     monkeypatch.setattr(sys.modules[__name__], "TESTS", tmp_path)
-    problems = install_violations({"numpy", "jax", "flax", "pytest"})
+    problems = install_violations({"numpy", "pytest"}, {"jax", "flax"})
     assert any(p.startswith("tests/test_planted.py:1: imports torch") for p in problems)
     assert any(p.startswith("bench/throughput_parts.py") and "imports torch" in p for p in problems)
     planted.write_text('import pytest\npytest.importorskip("torch")\n')

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import import_extra
 
 from bench.meteor_agreement import TIED, TIED_JAR_SCORES, jar_eval, random_statistics
 from capsim import cache
@@ -114,7 +113,9 @@ def jar_meteor():
     """pycocoevalcap's Meteor (Java): one JVM for the module, as users run it."""
     if shutil.which("java") is None:
         pytest.skip("the jar oracle needs Java on PATH")
-    scorer = import_extra("pycocoevalcap.meteor.meteor").Meteor()
+    from pycocoevalcap.meteor.meteor import Meteor
+
+    scorer = Meteor()
     yield scorer
     del scorer  # its __del__ stops the JVM
 

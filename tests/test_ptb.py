@@ -8,7 +8,6 @@ import random
 import shutil
 
 import pytest
-from conftest import import_extra
 
 from bench.ptb_agreement import generated_lines, real_sentences
 from capsim.errors import CaptionError
@@ -129,7 +128,9 @@ def jar():
     """pycocoevalcap's PTBTokenizer (Java) on a list of lines as one call."""
     if shutil.which("java") is None:
         pytest.skip("the jar oracle needs Java on PATH")
-    tokenizer = import_extra("pycocoevalcap.tokenizer.ptbtokenizer").PTBTokenizer()
+    from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
+
+    tokenizer = PTBTokenizer()
 
     def tokenize(lines: list[str]) -> list[str]:
         out = tokenizer.tokenize({n: [{"caption": s}] for n, s in enumerate(lines)})
