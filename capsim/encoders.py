@@ -6,7 +6,9 @@ the output, so the same sentence padded to any length gives the same vector.
 
 Mixed precision: ``dtype`` ("float32" or "bfloat16", ``config.model.dtype``) is the dtype that
 matmuls and convolutions run in; parameters stay float32 (so Adam updates and checkpoints do not
-change), recurrent states, pooling and norms are float32, and outputs are float32.
+change), recurrent states, pooling and norms are float32, and outputs are float32. Word vectors
+are gathered from the float32 table and then cast (``Embed``), so no gradient is a bfloat16
+scatter-add.
 
 Dropout follows the NNX convention: modules start in training mode; call ``model.eval()`` (or
 use ``nnx.view(model, deterministic=True)``) for deterministic inference and ``model.train()``
@@ -53,17 +55,43 @@ def compute_dtype(dtype: str | jnp.dtype) -> np.dtype:
     return jnp.dtype(name)
 
 
+class Embed(nnx.Embed):
+    """``nnx.Embed`` that gathers rows of the float32 table, then casts only those to ``dtype``.
+
+    ``nnx.Embed`` casts the whole table to ``dtype`` and gathers from the copy, so under
+    bfloat16 the gradient is a bfloat16 scatter-add into a vocabulary-sized table: slow on
+    GPUs (an H200 trained 4.5-15x slower in bfloat16 than in float32, issue 48) and rounded.
+    Gathering first keeps the scatter-add float32 and casts only the [..., features] rows.
+    The parameter (``embedding``, [num_embeddings, features], ``param_dtype``) is nnx.Embed's,
+    so checkpoints and the packaged encoders load unchanged; ``attend`` (a matmul, no
+    scatter) is nnx.Embed's too. Every embedding lookup of the library goes through here.
+    """
+
+    def __call__(self, inputs: Array, out_sharding=None) -> Array:
+        if self.num_embeddings == 1:  # nnx.Embed broadcasts the one row: no gather
+            return super().__call__(inputs, out_sharding)
+        if not jnp.issubdtype(inputs.dtype, jnp.integer):
+            raise ValueError(f"Embed takes integer ids, got {inputs.dtype}")
+
+        def take(table: Array, ids: Array) -> Array:
+            return jnp.take(table, ids, axis=0)
+
+        if out_sharding is not None:  # as nnx.Embed: jnp.take takes no out_sharding
+            take = jax.sharding.auto_axes(out_sharding=out_sharding)(take)
+        return take(self.embedding[...], inputs).astype(self.dtype)
+
+
 def _make_embed(
     vocab_size: int,
     embed_dim: int,
     embedding_init: np.ndarray | None,
     rngs: nnx.Rngs,
     dtype: np.dtype,
-) -> nnx.Embed:
+) -> Embed:
     """A word-vector table, optionally started from pretrained vectors (e.g. GloVe)."""
     kinds = dict(dtype=dtype, param_dtype=PARAM_DTYPE)
     if embedding_init is None:
-        return nnx.Embed(vocab_size, embed_dim, rngs=rngs, **kinds)
+        return Embed(vocab_size, embed_dim, rngs=rngs, **kinds)
     table = np.asarray(embedding_init, np.float32)
     if table.shape != (vocab_size, embed_dim):
         raise ValueError(
@@ -72,7 +100,7 @@ def _make_embed(
         )
     if not np.all(np.isfinite(table)):
         raise ValueError("embedding_init contains NaN or infinite values")
-    return nnx.Embed(
+    return Embed(
         vocab_size,
         embed_dim,
         embedding_init=lambda key, shape, dtype: jnp.asarray(table, dtype),
@@ -93,7 +121,7 @@ def normal_embedding(vocab_size: int, embed_dim: int, std: float, seed: int) -> 
     return table.astype(np.float32)
 
 
-def _embed_masked(embed: nnx.Embed, ids: Array, mask: Array) -> Array:
+def _embed_masked(embed: Embed, ids: Array, mask: Array) -> Array:
     """Word vectors [B, L, E] (compute dtype) with PAD positions zeroed, whatever row PAD is."""
     vectors = embed(ids)
     return vectors * mask[..., None].astype(vectors.dtype)

@@ -200,6 +200,7 @@ def language_model(arg: ml_collections.ConfigDict, kind: str) -> dict:
         embed_dim=GLOVE_PACKAGE_DIM if arg.glove else arg.dim,
         glove=arg.glove,
         dropout=arg.dropout,
+        dtype="float32",  # compute dtype; "bfloat16" on GPU/TPU (parameters stay float32)
     )
 
 

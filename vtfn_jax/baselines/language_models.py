@@ -32,7 +32,7 @@ from capsim.checkpoints import restore_model
 from capsim.data import glove
 from capsim.data.corpus import CaptionSplit
 from capsim.data.pipeline import Batches
-from capsim.encoders import RNNEncoder
+from capsim.encoders import DEFAULT_DTYPE, PARAM_DTYPE, RNNEncoder, compute_dtype
 from capsim.eval.evaluators import Subject
 from capsim.recurrence import scan_rnn, zero_carry
 from capsim.task import Task
@@ -49,7 +49,11 @@ def reading_mask(ids: jax.Array, mask: jax.Array) -> jax.Array:
 
 
 class CaptionLanguageModel(nnx.Module):
-    """Word vectors -> GRU -> next-token logits; with ``image_dim``, PinModelA's image start."""
+    """Word vectors -> GRU -> next-token logits; with ``image_dim``, PinModelA's image start.
+
+    ``dtype`` is the compute dtype of the matmuls (capsim.encoders); parameters, the GRU
+    state and the logits (so the softmax and the NLL) are float32 in any dtype.
+    """
 
     def __init__(
         self,
@@ -61,7 +65,9 @@ class CaptionLanguageModel(nnx.Module):
         dropout: float = 0.0,
         rngs: nnx.Rngs,
         embedding_init: np.ndarray | None = None,
+        dtype: str | jnp.dtype = DEFAULT_DTYPE,
     ):
+        dtype = compute_dtype(dtype)
         # The encoder holds the word vectors (GloVe init), dropout and GRU cell; the language
         # model drives them itself because it needs every step's output and its own start state.
         self.rnn = RNNEncoder(
@@ -72,9 +78,13 @@ class CaptionLanguageModel(nnx.Module):
             dropout=dropout,
             rngs=rngs,
             embedding_init=embedding_init,
+            dtype=dtype,
         )
-        self.image_init = nnx.Linear(image_dim, hidden_dim, rngs=rngs) if image_dim else None
-        self.output = nnx.Linear(hidden_dim, vocab_size, rngs=rngs)
+        kinds = dict(
+            dtype=dtype, param_dtype=PARAM_DTYPE, preferred_element_type=jnp.float32, rngs=rngs
+        )
+        self.image_init = nnx.Linear(image_dim, hidden_dim, **kinds) if image_dim else None
+        self.output = nnx.Linear(hidden_dim, vocab_size, **kinds)
 
     def _start(self, batch_size: int, features: jax.Array | None) -> jax.Array:
         if features is None:
@@ -84,7 +94,8 @@ class CaptionLanguageModel(nnx.Module):
         return jnp.tanh(self.image_init(features))
 
     def _run(self, ids: jax.Array, reading: jax.Array, features: jax.Array | None):
-        inputs = self.rnn.dropout(self.rnn.embed(ids) * reading[..., None].astype(jnp.float32))
+        vectors = self.rnn.embed(ids)
+        inputs = self.rnn.dropout(vectors * reading[..., None].astype(vectors.dtype))
         return scan_rnn(self.rnn.cell, inputs, reading, self._start(ids.shape[0], features))
 
     def next_token_logits(
@@ -166,7 +177,8 @@ def subject_of(model: CaptionLanguageModel, data: VtfnData, with_image: bool) ->
 def build_language_model(
     config: ml_collections.ConfigDict, data: VtfnData, with_image: bool
 ) -> CaptionLanguageModel:
-    """Sizes from config.model: embed_dim (word vectors), dim (GRU state = sentence vector)."""
+    """Sizes from config.model: embed_dim (word vectors), dim (GRU state = sentence vector);
+    ``model.dtype`` (default "float32") is the compute dtype."""
     model_config = config.model
     init = glove.initial_word_vectors(config, data.vocab)
     return CaptionLanguageModel(
@@ -177,6 +189,7 @@ def build_language_model(
         dropout=model_config.dropout,
         rngs=nnx.Rngs(params=config.seed, dropout=config.seed + 1),
         embedding_init=init,
+        dtype=model_config.get("dtype", DEFAULT_DTYPE),
     )
 
 
