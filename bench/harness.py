@@ -18,7 +18,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-import jax
 import numpy as np
 
 BENCH_DIR = Path(__file__).resolve().parent
@@ -74,13 +73,15 @@ def ratio_summary(ours: Sequence[float], reference: Sequence[float]) -> dict[str
 
 
 def machine_facts() -> dict:
-    """Cores, platform and library versions; torch's threads when a torch reference runs."""
-    facts = {
-        "cpu_cores": os.cpu_count(),
-        "platform": platform.platform(),
-        "jax": jax.__version__,
-        "jax_devices": jax.device_count(),
-    }
+    """Cores, platform and library versions; torch's threads when a torch reference runs.
+    JAX is imported here, not above, so that the metric benches run on the metrics install."""
+    facts = {"cpu_cores": os.cpu_count(), "platform": platform.platform()}
+    try:
+        import jax
+    except ImportError:
+        facts["jax"] = None
+    else:
+        facts.update(jax=jax.__version__, jax_devices=jax.device_count())
     try:
         import torch  # the bench extra; the GPU check runs without it
     except ImportError:

@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+from conftest import requires
+
 from capsim import cache
 
 PROBE = """
@@ -32,6 +34,7 @@ def test_cache_dir_follows_the_environment(tmp_path, monkeypatch):
     assert cache.cache_dir() == tmp_path / "xdg" / "capsim"
 
 
+@requires("jax")  # the commands run in a fresh process with JAX
 def test_commands_compile_into_capsim_cache_unless_jax_has_one(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_")}
     env[cache.CACHE_ENV] = str(tmp_path)

@@ -7,7 +7,6 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import skip_reason
 
 from capsim.errors import CaptionError
 from capsim.metrics import coco_metrics
@@ -32,11 +31,11 @@ RES = {"a": ["a dog runs"], "b": ["the cat is asleep"]}
 
 requires_meteor = pytest.mark.skipif(
     not meteor_available(),
-    reason=f"METEOR's data files come with pycocoevalcap: {skip_reason('pycocoevalcap')}",
+    reason=f"METEOR's data files come with pycocoevalcap: {resources.INSTALL_HINT}",
 )
 requires_jar = pytest.mark.skipif(
     not meteor_available("jar"),
-    reason=f"the jar needs Java on PATH and {skip_reason('pycocoevalcap')}",
+    reason=f"the jar needs Java on PATH and {resources.INSTALL_HINT}",
 )
 
 

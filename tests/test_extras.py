@@ -29,7 +29,7 @@ def _assert_one_line_naming_the_extra(done: subprocess.CompletedProcess, what: s
     assert done.returncode == 1, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, f"expected one line, got:\n{done.stderr}"
-    assert lines[0].startswith(f"error: {what} needs the JAX stack")
+    assert lines[0].startswith(f"error: {what}") and "needs the JAX stack" in lines[0]
     assert f'pip install -e ".[{JAX_EXTRA}]"' in lines[0]
     assert "Traceback" not in done.stderr and done.stdout == ""
 

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from conftest import requires
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("capsim", "vtfn_jax", "i2ce_jax")
 # The modules that may import capsim.train: training itself and the two training entry
@@ -207,6 +209,7 @@ print(sorted(m for m in sys.modules if m == "capsim.train" or m.startswith("caps
 """
 
 
+@requires("jax")  # the scorer runs in a fresh process with JAX
 def test_scoring_a_caption_and_loading_inference_code_never_load_the_trainer():
     """In a fresh process: score a caption with the packaged model and import every
     inference and evaluation entry point; no capsim.train module is loaded."""

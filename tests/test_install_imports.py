@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import EXTRAS, needs_jax_stack, third_party_reached
+from conftest import EXTRAS, needs_jax_stack, requires, third_party_reached
 from packaging.requirements import Requirement
 
 from capsim.extras import JAX_EXTRA, JAX_STACK
@@ -174,10 +174,12 @@ def install_violations(core: set[str], jax_extra: set[str] = frozenset()) -> lis
     return problems
 
 
+@requires("jax")  # what the [jax] extra brings is read off its installed packages
 def test_test_modules_import_only_what_the_install_brings():
     assert install_violations(core_modules(), jax_extra_modules()) == []
 
 
+@requires("jax")
 def test_the_caption_metrics_install_brings_no_part_of_the_jax_stack():
     assert not core_modules() & set(JAX_STACK)
     assert set(JAX_STACK) <= jax_extra_modules()

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import requires
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -28,6 +29,9 @@ if jax.process_index() == 0:
     losses = [json.loads(l)["train/loss"] for l in open(sys.argv[1] + "/metrics.jsonl") if "train/loss" in l]
     print("LOSSES", json.dumps(losses), "TAU", summary["judgments"]["I2CE"])
 """
+
+
+pytestmark = requires("jax")  # each process trains with JAX
 
 
 def _free_port() -> int:

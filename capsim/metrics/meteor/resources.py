@@ -34,7 +34,7 @@ import numpy as np
 from capsim.cache import cache_dir
 from capsim.metrics.meteor.normalize import parse_prefixes
 
-INSTALL_HINT = "pip install pycocoevalcap==1.2  (the [baselines] extra of this repo)"
+INSTALL_HINT = "pip install pycocoevalcap==1.2  (a dependency of this repo's every install)"
 JAR_NAME = "meteor-1.5.jar"
 PARAPHRASE_NAME = "paraphrase-en.gz"
 INDEX_VERSION = 3
