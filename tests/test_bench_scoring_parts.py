@@ -8,7 +8,6 @@ import math
 
 import numpy as np
 import pytest
-from conftest import skip_reason
 
 from bench import scoring_parts, scoring_suite
 from capsim import text
@@ -61,7 +60,7 @@ def test_coco_files_hold_one_image_per_candidate(tmp_path):
 
 
 @pytest.mark.skipif(
-    not scoring_suite.suite_available(), reason=f"needs Java and {skip_reason('pycocoevalcap')}"
+    not scoring_suite.suite_available(), reason="needs Java on PATH (pycocoevalcap's jars)"
 )
 @pytest.mark.slow  # both METEORs load their paraphrase tables, the jar in two JVMs (55 s)
 def test_the_suite_times_both_evaluators_and_each_metric():

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import skip_reason
 
 from capsim.metrics import cocoeval
 from capsim.metrics.coco_metrics import meteor_available
@@ -121,7 +120,7 @@ def assert_every_key_equal(ours: COCOEvalCap, reference) -> None:
 
 needs_the_jar = pytest.mark.skipif(
     not meteor_available(),
-    reason=f"pycocoevalcap's side needs Java and {skip_reason('pycocoevalcap')}",
+    reason="pycocoevalcap's side needs Java on PATH",
 )
 
 
