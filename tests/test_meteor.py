@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import gzip
 import json
 import os
 import random
 import shutil
+import time
 import types
 from pathlib import Path
 
@@ -432,6 +434,27 @@ def test_paraphrase_index_is_cached_on_disk_and_rebuilt_when_its_source_changes(
     rebuilt = build(source)
     assert rebuilt.max_words == 4
     assert json.loads((folder / "paraphrase.json").read_text())["sha256"] != manifest["sha256"]
+
+
+def test_concurrent_builders_build_the_index_once(monkeypatch, tmp_path):
+    """Two builders at once (xdist workers, parallel jobs): the second waits for the first's
+    index and loads it."""
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    source = tmp_path / "paraphrase-en.gz"
+    _write_table(source, [("big", "large"), ("large", "big")])
+    builds, real_build = [], resources._build_index
+
+    def slow_build(path: Path) -> resources.ParaphraseIndex:
+        builds.append(path)
+        time.sleep(0.5)  # the other builder arrives while this one works
+        return real_build(path)
+
+    monkeypatch.setattr(resources, "_build_index", slow_build)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        indexes = list(pool.map(resources.paraphrase_index.__wrapped__, [source, source]))
+    assert len(builds) == 1
+    assert [index.max_words for index in indexes] == [1, 1]
+    np.testing.assert_array_equal(indexes[0].keys, indexes[1].keys)
 
 
 def _golden_sample(shared_data, step: int) -> tuple[dict, dict]:

@@ -25,6 +25,7 @@ import json
 import os
 import warnings
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -229,6 +230,23 @@ def _index_paths(folder: Path) -> tuple[Path, ...]:
 def paraphrase_index(source: Path) -> ParaphraseIndex:
     """The cached index of ``source``, rebuilt when the source file changed."""
     folder = cache_dir() / f"meteor-v{INDEX_VERSION}"
+    index = _cached_index(folder, source)
+    if index is not None:
+        return index
+    with _one_builder(folder):
+        index = _cached_index(folder, source)  # built by another process meanwhile
+        if index is not None:
+            return index
+        index = _build_index(source)
+        try:
+            _save_index(index, folder, source, source.stat())
+        except OSError as error:  # a read-only cache: keep the index for this process only
+            warnings.warn(f"METEOR paraphrase index not cached in {folder}: {error}", stacklevel=2)
+    return index
+
+
+def _cached_index(folder: Path, source: Path) -> ParaphraseIndex | None:
+    """The index saved in ``folder`` if it was built from ``source`` as it is now."""
     *arrays, manifest_path = _index_paths(folder)
     stat = source.stat()
     manifest = json.loads(manifest_path.read_text()) if manifest_path.is_file() else {}
@@ -243,12 +261,26 @@ def paraphrase_index(source: Path) -> ParaphraseIndex:
         return ParaphraseIndex(
             *(np.load(p, mmap_mode="r") for p in arrays), int(manifest["max_words"])
         )
-    index = _build_index(source)
+    return None
+
+
+@contextlib.contextmanager
+def _one_builder(folder: Path) -> Iterator[None]:
+    """One builder at a time per cache folder: another process (a pytest-xdist worker, a
+    parallel job) waits for the first one's index and loads it instead of building it again
+    (about 45 s). Without a lock (no fcntl, a read-only cache) builders run side by side,
+    which is safe: each file is written atomically."""
     try:
-        _save_index(index, folder, source, stat)
-    except OSError as error:  # a read-only cache: keep the index for this process only
-        warnings.warn(f"METEOR paraphrase index not cached in {folder}: {error}", stacklevel=2)
-    return index
+        import fcntl
+
+        folder.mkdir(parents=True, exist_ok=True)
+        handle = open(folder / "build.lock", "a")  # noqa: SIM115 (held across the yield)
+    except (ImportError, OSError):
+        yield
+        return
+    with handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def _save_index(index: ParaphraseIndex, folder: Path, source: Path, stat: os.stat_result) -> None:
