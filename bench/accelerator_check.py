@@ -1,33 +1,52 @@
-"""Readiness check on whatever ``jax.devices()`` gives: demos, paper-scale MFU, scoring speed.
+"""Readiness check on whatever ``jax.devices()`` gives, in one lease: training speed, PyTorch, demos.
 
-    python bench/accelerator_check.py [--toy] [--steps 50] [--out FILE] [--data_dir ../shared/data]
+    python bench/accelerator_check.py [--toy] [--budget_s 210] [--steps 20] [--out FILE]
+                                      [--data_dir ../shared/data] [--cache_dir DIR]
 
-One run prints one table and writes the same rows as JSON (``--out``):
+Meant to end within 4 minutes on one GPU, start-up included (estimated from the
+figures of an earlier, longer run; not yet timed there whole): every row first checks
+that it fits in what is left of its section's share of ``--budget_s`` (default 210 s,
+counted from the start of ``main``; sections in this order, ending by 45%, 65%, 72%
+and 100% of it), its expected time being ``ESTIMATES`` until a row of its kind has
+run, then the longest such row; a row that does not fit is recorded as skipped, with
+the reason. Each row is
+printed as it ends and the JSON (``--out``) is rewritten after it (a temporary file
+renamed over it; ``"complete": false`` until the end), so a run stopped at its limit
+keeps every row it measured. Rows:
 
-- **demos**: each demo config (``:runlocal``, a few steps) trained and evaluated
-  end to end through ``train_and_evaluate``, at float32, and the two sequence
-  models again at bfloat16 (``config.model.dtype``). Not in ``--toy`` runs.
-- **I2CE training at paper scale** (batch 128, 20 tokens, embed 300, hidden 512,
-  vocabulary 10,000, margin branch) in float32 and bfloat16: examples/s, and MFU
-  from the hand FLOP count of bench/flops.py against the device's peak for that
-  dtype (``KNOWN_PEAKS`` by ``device_kind``; on CPU or an unknown device, the
-  measured rate of a 2048³ float32 matmul, marked "measured"). XLA's own count
-  (``cost_analysis``, scan bodies once) is recorded beside the hand count's
-  ``as_xla_counts`` as a cross-check.
-- **scoring**: captions/s of ``I2CEScorer.pretrained()`` on the Flickr8k-Expert
-  pairs (``DATA_DIR/flickr8k``), or on synthetic captions when those files are
-  absent, which the row says.
-- **VTFN-GRU training** examples/s (and MFU) in both dtypes (batch 128, 24
-  tokens, N = 128, 2048-d image features).
+- **batch sweep**: the library's training step for I2CE at paper scale (20 tokens,
+  embed 300, hidden 512, vocabulary 10,000, margin branch) and VTFN-GRU (24 tokens,
+  N = 128, 2048-d image features) at batch 128, 1,024 and 4,096, in float32 and
+  bfloat16 (``config.model.dtype``): examples/s, and MFU from the hand FLOP count of
+  bench/flops.py against the device's peak for that dtype (``KNOWN_PEAKS`` by
+  ``device_kind``; on CPU or an unknown device, the measured rate of a 2048³ float32
+  matmul, marked "measured"). XLA's own count (``cost_analysis``, scan bodies once)
+  is recorded beside the hand count's ``as_xla_counts``. Then one summary row per
+  model: bfloat16 / float32 examples/s at each batch.
+- **PyTorch twins** (bench/accelerator_twins.py): I2CE at paper scale, VTFN-GRU and
+  VTFN-BOW at batch 128 and 1,024, float32: the JAX step's examples/s against its
+  twin's (bench/torch_reference.py, on CUDA where torch sees a GPU), in 5 alternating
+  rounds of 10 steps a side, and the JAX / PyTorch ratio (median, min, max); the first
+  batch of each model also compares both initial losses. Skipped rows where torch is
+  not installed.
+- **scoring**: captions/s of ``I2CEScorer.pretrained()`` on the Flickr8k-Expert pairs
+  (``DATA_DIR/flickr8k``), or on synthetic captions when those files are absent,
+  which the row says.
+- **demos**: each demo config (``:runlocal``, 5 steps) trained and evaluated end to end
+  through ``train_and_evaluate``, in float32, then I2CE's and the GRU's at bfloat16.
+  The evaluations embed in batches of 8 sentences (``DEMO_EVAL_BATCH``): one compiled
+  shape per caption length instead of about 30, the same vectors. Not in ``--toy``.
 
-Training steps are the library's ``capsim.train.Trainer`` step over the data mesh (every
-device, the batch split across them), timed with ``block_until_ready`` after
-warm-up steps (the first compiles); batches are placed on the devices before
-timing, so host input is not measured. A check that fails becomes a failed row
-and the script exits 1 after writing the rest. On a multi-host TPU slice, run it
-on every worker (it joins them with jax.distributed); the demos are then skipped.
-``--toy`` shrinks every size and skips the demos (the test runs it on CPU). A
-full run is meant to take a few minutes on one GPU; it was written without one.
+Training steps are timed with ``block_until_ready`` after warm-up steps (the
+compilation is done before); batches are placed on the devices before timing, so
+host input is not measured; a row short of time times fewer steps (3 at least).
+JAX's persistent compilation cache is on (``capsim.cache``, or ``--cache_dir``): the
+twins' float32 steps load the sweep's programs, and a second run on the same machine
+loads all of them instead of compiling. A check
+that fails becomes a failed row and the script exits 1 after the rest. On a
+multi-host TPU slice, run it on every worker (process 0's clock decides what runs);
+the demos and twins are then skipped. ``--toy`` shrinks every size (the test runs it
+on CPU: sweep batches 8 and 16, the twins on CPU at batch 8 when torch is installed).
 """
 
 from __future__ import annotations
@@ -39,49 +58,67 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
+import functools
 import importlib
-import json
+import importlib.util
 import platform
 import tempfile
 import time
-import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from unittest import mock
 
 import flax
 import jax
 import numpy as np
 
+from bench.accelerator_rows import Budget, Recorder, Skipped
 from bench.accelerator_training import (
+    CASES,
     DTYPES,
+    SWEPT,
     Scale,
     device_peaks,
-    i2ce_case,
+    dtype_ratios,
     time_training,
-    vtfn_gru_case,
 )
 from capsim import mesh as mesh_lib
 from capsim import text
+from capsim.cache import MIN_COMPILE_SECONDS, use_compilation_cache
 from capsim.eval import judgment_harness, judgment_sets
 from i2ce_jax import train as i2ce_train
 from i2ce_jax.scorer import I2CEScorer
+from vtfn_jax import data as vtfn_data
 from vtfn_jax import train as vtfn_train
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_OUT = REPO / "bench" / "results" / "accelerator_check.json"
 DEFAULT_DATA_DIR = REPO.parent / "shared" / "data"
+DEFAULT_BUDGET_S = 210.0
 
+# Priority order: each architecture once in float32, then the sequence models in bfloat16. The
+# first is among the longest, so that the budget's estimate for the next ones is its time.
 DEMOS = (
-    ("demo_bow", "float32"),
     ("demo_gru", "float32"),
-    ("demo_lstm", "float32"),
-    ("demo_cnn", "float32"),
     ("i2ce_demo", "float32"),
-    ("demo_gru", "bfloat16"),
+    ("demo_bow", "float32"),
+    ("demo_cnn", "float32"),
+    ("demo_lstm", "float32"),
     ("i2ce_demo", "bfloat16"),
+    ("demo_gru", "bfloat16"),
 )
+DEMO_EVAL_BATCH = 8  # capsim.embed.MIN_ROWS: every batch of a bucket has one shape
+# Each section ends by this share of the budget (cumulative; time a section leaves unused
+# goes to the next ones).
+SHARES = {"sweep": 0.45, "twins": 0.65, "scoring": 0.72, "demos": 1.0}
+# Seconds a row of each kind is expected to take on one GPU, compilation included, until
+# one has run (then the longest measured): see the report in issue 48's thread.
+ESTIMATES = {"training": 6.0, "twin": 8.0, "scoring": 15.0, "demo": 12.0}
 
 FULL = Scale(
-    batch=128,
+    batches=(128, 1024, 4096),
+    twin_batches=(128, 1024),
+    twin_rounds=5,
+    twin_steps=10,
     tokens=20,
     embed=300,
     hidden=512,
@@ -90,13 +127,16 @@ FULL = Scale(
     vtfn_tokens=24,
     image_dim=2048,
     demos=DEMOS,
-    demo_steps=10,
+    demo_steps=5,
     scoring_pairs=None,
-    steps=50,
-    warmup=3,
+    steps=20,
+    warmup=2,
 )
 TOY = Scale(
-    batch=16,
+    batches=(8, 16),
+    twin_batches=(8,),
+    twin_rounds=3,
+    twin_steps=2,
     tokens=8,
     embed=32,
     hidden=64,
@@ -113,25 +153,28 @@ TOY = Scale(
 
 
 # --------------------------------------------------------------------------- demos, scoring
-class Skipped(Exception):
-    """A check that cannot run here; its row says why."""
-
-
 def run_demo(name: str, dtype: str, steps: int) -> dict:
-    """``train_and_evaluate`` of a demo config at ``:runlocal`` for ``steps`` steps."""
+    """``train_and_evaluate`` of a demo config at ``:runlocal`` for ``steps`` steps, its
+    evaluations embedding DEMO_EVAL_BATCH sentences a batch."""
     if jax.process_count() > 1:
         raise Skipped("several processes would need a shared workdir: run the demos on one host")
     config = importlib.import_module(f"configs.{name}").get_config("runlocal")
     config.num_steps = steps
     config.model.dtype = dtype
-    trainer = i2ce_train if name.startswith("i2ce") else vtfn_train
-    with tempfile.TemporaryDirectory(prefix=f"accelerator_check_{name}_") as workdir:
+    if name.startswith("i2ce"):
+        trainer = i2ce_train
+        small = functools.partial(I2CEScorer, batch_size=DEMO_EVAL_BATCH)
+        batches = mock.patch.object(i2ce_train, "I2CEScorer", small)
+    else:
+        trainer = vtfn_train
+        batches = mock.patch.object(vtfn_data, "DEFAULT_BATCH_SIZE", DEMO_EVAL_BATCH)
+    with batches, tempfile.TemporaryDirectory(prefix=f"accelerator_check_{name}_") as workdir:
         summary = trainer.train_and_evaluate(config, workdir)
     train = summary.get("train", summary)  # VTFN nests its training summary
     return {
         "throughput": train["train_examples_per_second"],
         "unit": "examples/s",
-        "note": f"{train['steps']} steps, trained and evaluated",
+        "note": f"{train['steps']} steps (compilation included), trained and evaluated",
     }
 
 
@@ -172,43 +215,96 @@ def time_scoring(data_dir: Path, limit: int | None) -> dict:
     }
 
 
-# --------------------------------------------------------------------------- the run
-def guarded(check: str, dtype: str, measure: Callable[[], dict]) -> dict:
-    """One row: what ``measure`` returns, or a failed row holding the error."""
-    began = time.perf_counter()
-    try:
-        row = {"status": "ok", **measure()}
-    except Skipped as why:
-        row = {"status": "skipped", "note": str(why)}
-    except Exception as error:  # a failed check must not hide the others
-        traceback.print_exc()
-        row = {"status": "failed", "error": f"{type(error).__name__}: {error}"}
-    print(f"[accelerator_check] {check} ({dtype}): {row['status']}", flush=True)
-    return {"check": check, "dtype": dtype, "seconds": time.perf_counter() - began, **row}
-
-
-def run_checks(scale: Scale, steps: int, data_dir: Path, peaks: Mapping[str, dict]) -> list[dict]:
-    rows = [
-        guarded(f"demo {name}", dtype, lambda n=name, d=dtype: run_demo(n, d, scale.demo_steps))
-        for name, dtype in scale.demos
-    ]
-    for label, make_case in (("I2CE training", i2ce_case), ("VTFN-GRU training", vtfn_gru_case)):
-        for dtype in DTYPES:
-            rows.append(
-                guarded(
-                    label,
+# --------------------------------------------------------------------------- sections
+def sweep(rec: Recorder, scale: Scale, steps: int, peaks: Mapping[str, dict]) -> None:
+    """Each swept model at each batch in both dtypes, then its bfloat16 / float32 row."""
+    share = SHARES["sweep"]
+    left = functools.partial(rec.budget.left, share)
+    for name in SWEPT:
+        for batch in scale.batches:
+            for dtype in DTYPES:
+                rec.row(
+                    f"{name} training",
                     dtype,
-                    lambda m=make_case, d=dtype: time_training(
-                        m(scale, d), steps, scale.warmup, peaks[d]["tflops"]
+                    lambda n=name, d=dtype, b=batch: time_training(
+                        CASES[n](scale, d, b), steps, scale.warmup, peaks[d]["tflops"], left
                     ),
+                    kind="training",
+                    share=share,
+                    batch=batch,
                 )
+        ratios = dtype_ratios(rec.rows, f"{name} training")
+        rec.add(
+            {
+                "check": f"{name} training bfloat16/float32",
+                "dtype": "bfloat16/float32",
+                "status": "ok" if ratios else "skipped",
+                "ratios": ratios,
+                "seconds": 0.0,
+                "note": "bfloat16 / float32 examples/s: "
+                + (", ".join(f"batch {b}: {r:.2f}x" for b, r in ratios.items()) or "no pair ran"),
+            }
+        )
+
+
+def twins(rec: Recorder, scale: Scale) -> None:
+    """The JAX step against each PyTorch twin, float32, at ``scale.twin_batches``."""
+    reason = None
+    if importlib.util.find_spec("torch") is None:
+        reason = "torch is not installed (pip install -e '.[bench]')"
+    elif jax.process_count() > 1:
+        reason = "the twins run on one host"
+    if reason is None:
+        from bench import accelerator_twins  # imports torch
+
+        device = accelerator_twins.twin_device()
+    share = SHARES["twins"]
+    left = functools.partial(rec.budget.left, share)
+    for name in CASES:
+        for index, batch in enumerate(scale.twin_batches):
+            check, dtype = f"{name} JAX/PyTorch", "float32"
+            if reason is not None:
+                rec.skip(check, dtype, reason, batch=batch)
+                continue
+            rec.row(
+                check,
+                dtype,
+                lambda n=name, b=batch, first=index == 0: accelerator_twins.measure_twin(
+                    CASES[n](scale, "float32", b),
+                    device,
+                    steps=scale.twin_steps,
+                    warmup=scale.warmup,
+                    rounds=scale.twin_rounds,
+                    check_loss=first,
+                    seconds_left=left,
+                ),
+                kind="twin",
+                share=share,
+                batch=batch,
             )
-    rows.append(
-        guarded("I2CE scoring", "float32", lambda: time_scoring(data_dir, scale.scoring_pairs))
+
+
+def run_checks(rec: Recorder, scale: Scale, steps: int, data_dir: Path, peaks) -> None:
+    sweep(rec, scale, steps, peaks)
+    twins(rec, scale)
+    rec.row(
+        "I2CE scoring",
+        "float32",
+        lambda: time_scoring(data_dir, scale.scoring_pairs),
+        kind="scoring",
+        share=SHARES["scoring"],
     )
-    return rows
+    for name, dtype in scale.demos:
+        rec.row(
+            f"demo {name}",
+            dtype,
+            lambda n=name, d=dtype: run_demo(n, d, scale.demo_steps),
+            kind="demo",
+            share=SHARES["demos"],
+        )
 
 
+# --------------------------------------------------------------------------- the run
 def _cell(row: Mapping, key: str, spec: str) -> str:
     value = row.get(key)
     return "" if value is None else format(value, spec)
@@ -216,38 +312,47 @@ def _cell(row: Mapping, key: str, spec: str) -> str:
 
 def table(rows: list[dict]) -> str:
     lines = [
-        "| check | dtype | status | throughput | unit | step ms | TFLOP/s | MFU | note |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| check | dtype | batch | status | throughput | unit | step ms | TFLOP/s | MFU "
+        "| JAX/PyTorch | note |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         note = row.get("error") or row.get("note", "")
         lines.append(
-            f"| {row['check']} | {row['dtype']} | {row['status']} | {_cell(row, 'throughput', '.1f')} "
-            f"| {row.get('unit', '')} | {_cell(row, 'step_ms', '.2f')} | {_cell(row, 'tflops', '.3g')} "
-            f"| {_cell(row, 'mfu', '.2%')} | {note} |"
+            f"| {row['check']} | {row['dtype']} | {_cell(row, 'batch', ',')} | {row['status']} "
+            f"| {_cell(row, 'throughput', ',.0f')} | {row.get('unit', '')} "
+            f"| {_cell(row, 'step_ms', '.2f')} | {_cell(row, 'tflops', '.3g')} "
+            f"| {_cell(row, 'mfu', '.2%')} | {_cell(row, 'ratio_median', '.2f')} | {note} |"
         )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
+    began = time.perf_counter()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--toy", action="store_true", help="tiny sizes (tests, smoke runs)")
-    parser.add_argument("--steps", type=int, help="timed training steps (default 50; toy 3)")
+    parser.add_argument("--steps", type=int, help="timed training steps (default 20; toy 3)")
+    parser.add_argument("--budget_s", type=float, default=DEFAULT_BUDGET_S, help="seconds")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON results")
     parser.add_argument("--data_dir", type=Path, default=DEFAULT_DATA_DIR, help="has flickr8k/")
+    parser.add_argument("--cache_dir", type=Path, help="JAX's compilation cache (else capsim's)")
     args = parser.parse_args(argv)
     scale = TOY if args.toy else FULL
     steps = args.steps or scale.steps
-    began = time.perf_counter()
+    if args.cache_dir:
+        jax.config.update("jax_compilation_cache_dir", str(args.cache_dir))
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", MIN_COMPILE_SECONDS)
+    else:
+        use_compilation_cache()  # capsim's, unless JAX's own cache directory is set
     mesh_lib.maybe_initialize_distributed()  # on a multi-host TPU slice every worker runs this
     device = jax.devices()[0]
-    peaks = device_peaks(device.device_kind)
-    rows = run_checks(scale, steps, args.data_dir, peaks)
+    budget = Budget(args.budget_s, began, dict(ESTIMATES))
     result = {
         "command": " ".join(["python bench/accelerator_check.py", *sys.argv[1:]]),
         "scale": "toy" if args.toy else "full",
         "steps": steps,
         "warmup": scale.warmup,
+        "compilation_cache": jax.config.jax_compilation_cache_dir,
         "device": {
             "platform": device.platform,
             "device_kind": device.device_kind,
@@ -257,20 +362,21 @@ def main(argv: list[str] | None = None) -> int:
             "flax": flax.__version__,
             "host": platform.node(),
         },
-        "peaks": peaks,
-        "rows": rows,
-        "seconds": time.perf_counter() - began,
     }
-    failed = [row["check"] + f" ({row['dtype']})" for row in rows if row["status"] == "failed"]
+    result["peaks"] = peaks = device_peaks(device.device_kind)
+    recorder = Recorder(args.out, result, budget, write=jax.process_index() == 0)
+    run_checks(recorder, scale, steps, args.data_dir, peaks)
+    recorder.finish()
+    failed = [
+        f"{row['check']} ({row['dtype']})" for row in recorder.rows if row["status"] == "failed"
+    ]
     if jax.process_index() == 0:
         report(result, args.out, failed)
     return 1 if failed else 0
 
 
 def report(result: dict, out: Path, failed: list[str]) -> None:
-    """Writes the JSON and prints the table."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    """Prints the table (the JSON is already written)."""
     device, peaks = result["device"], result["peaks"]
     sources = dict.fromkeys(peak["source"] for peak in peaks.values())
     print(
@@ -278,7 +384,9 @@ def report(result: dict, out: Path, failed: list[str]) -> None:
         f"peak of all devices together, per dtype ({'; '.join(sources)})"
     )
     print(table(result["rows"]))
-    print(f"{result['seconds']:.0f} s; JSON: {out}")
+    skipped = sum(row["status"] == "skipped" for row in result["rows"])
+    print(f"{result['seconds']:.0f} s of a {result['budget_s']:.0f} s budget; {skipped} skipped")
+    print(f"JSON: {out}")
     if failed:
         print("FAILED: " + ", ".join(failed))
 

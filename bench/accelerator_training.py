@@ -1,11 +1,17 @@
-"""bench/accelerator_check.py's training rows: paper-scale cases, device peaks and MFU."""
+"""bench/accelerator_check.py's training rows: paper-scale cases, device peaks and MFU.
+
+A case is one model at one batch size (``CASES``: I2CE at paper scale, VTFN-GRU,
+VTFN-BOW); ``time_training`` times the library's step on it. The batch sweep runs
+the first two at every ``Scale.batches`` in both dtypes, and ``dtype_ratios`` sums
+it up as bfloat16 / float32 examples/s per batch.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 import jax
 import ml_collections
@@ -15,12 +21,13 @@ from flax import nnx
 from bench import flops
 from capsim import text
 from capsim.train import Trainer
-from configs import coco_gru, i2ce_coco_margin
+from configs import coco_bow, coco_gru, i2ce_coco_margin
 from i2ce_jax import model as i2ce_model
 from vtfn_jax import model as vtfn_model
 
 DTYPES = ("float32", "bfloat16")
 DISTINCT_BATCHES = 4
+MIN_TIMED_STEPS = 3  # a row short of time times no fewer steps than this
 MEASURED_MATMUL = 2048
 TERA = 1e12
 
@@ -54,9 +61,17 @@ KNOWN_PEAKS: tuple[tuple[tuple[str, ...], Peak], ...] = (
 
 @dataclasses.dataclass(frozen=True)
 class Scale:
-    """Sizes of one run: the paper's (``FULL``) or tiny ones for tests (``TOY``)."""
+    """Sizes of one run: the paper's (``FULL``) or tiny ones for tests (``TOY``).
 
-    batch: int
+    ``batches``: the batch sweep's sizes; ``twin_batches``: those of the rows against
+    the PyTorch twins, each ``twin_rounds`` alternating rounds of ``twin_steps`` steps a
+    side.
+    """
+
+    batches: tuple[int, ...]
+    twin_batches: tuple[int, ...]
+    twin_rounds: int
+    twin_steps: int
     tokens: int
     embed: int
     hidden: int
@@ -112,20 +127,20 @@ class TrainingCase:
     batches: list[dict[str, np.ndarray]]
     step_flops: flops.StepFlops
     sizes: str
+    vocab_size: int
+    image_dim: int | None = None  # VTFN's image features; None for I2CE
 
 
-def i2ce_case(scale: Scale, dtype: str) -> TrainingCase:
+def i2ce_case(scale: Scale, dtype: str, batch: int) -> TrainingCase:
     """The paper's dual (margin) branch at ``scale``'s sizes."""
-    config = i2ce_coco_margin.get_config(
-        f"embed={scale.embed},hidden={scale.hidden},batch={scale.batch}"
-    )
+    config = i2ce_coco_margin.get_config(f"embed={scale.embed},hidden={scale.hidden},batch={batch}")
     config.data.max_len = scale.tokens
     config.model.dtype = dtype
     rng = np.random.default_rng(0)
     batches = []
     for _ in range(DISTINCT_BATCHES):
-        ids, mask = caption_batch(rng, scale.batch, scale.tokens, scale.vocab)
-        group = rng.integers(0, scale.batch // 2, scale.batch).astype(np.int32)
+        ids, mask = caption_batch(rng, batch, scale.tokens, scale.vocab)
+        group = rng.integers(0, max(batch // 2, 1), batch).astype(np.int32)
         batches.append({"anchor_ids": ids, "anchor_mask": mask, "group": group})
     return TrainingCase(
         config,
@@ -133,23 +148,25 @@ def i2ce_case(scale: Scale, dtype: str) -> TrainingCase:
         i2ce_model.make_loss_fn(config),
         batches,
         flops.i2ce_step_flops(config, scale.vocab),
-        f"batch {scale.batch}, {scale.tokens} tokens, embed {scale.embed}, hidden "
+        f"batch {batch}, {scale.tokens} tokens, embed {scale.embed}, hidden "
         f"{scale.hidden}, vocabulary {scale.vocab}, margin branch",
+        scale.vocab,
     )
 
 
-def vtfn_gru_case(scale: Scale, dtype: str) -> TrainingCase:
-    """VTFN with the GRU text tower and the Pearson loss, one caption per image."""
-    config = coco_gru.get_config(f"dim={scale.vtfn_dim}")
-    config.batch_size = scale.batch
+def vtfn_case(
+    config: ml_collections.ConfigDict, scale: Scale, dtype: str, batch: int
+) -> TrainingCase:
+    """VTFN with ``config``'s text tower and the Pearson loss, one caption per image."""
+    config.batch_size = batch
     config.data.max_len = scale.vtfn_tokens
     config.model.dtype = dtype
     rng = np.random.default_rng(0)
     batches = []
     for _ in range(DISTINCT_BATCHES):
-        ids, mask = caption_batch(rng, scale.batch, scale.vtfn_tokens, scale.vocab)
-        features = rng.standard_normal((scale.batch, scale.image_dim), np.float32)
-        group = np.arange(scale.batch, dtype=np.int32)
+        ids, mask = caption_batch(rng, batch, scale.vtfn_tokens, scale.vocab)
+        features = rng.standard_normal((batch, scale.image_dim), np.float32)
+        group = np.arange(batch, dtype=np.int32)
         batches.append({"ids": ids, "mask": mask, "features": features, "group": group})
     return TrainingCase(
         config,
@@ -157,9 +174,28 @@ def vtfn_gru_case(scale: Scale, dtype: str) -> TrainingCase:
         vtfn_model.make_loss_fn(config),
         batches,
         flops.vtfn_step_flops(config, scale.image_dim),
-        f"batch {scale.batch}, {scale.vtfn_tokens} tokens, N = {scale.vtfn_dim}, "
+        f"batch {batch}, {scale.vtfn_tokens} tokens, N = {scale.vtfn_dim}, "
         f"vocabulary {scale.vocab}, {scale.image_dim}-d features, Pearson loss",
+        scale.vocab,
+        scale.image_dim,
     )
+
+
+def vtfn_gru_case(scale: Scale, dtype: str, batch: int) -> TrainingCase:
+    return vtfn_case(coco_gru.get_config(f"dim={scale.vtfn_dim}"), scale, dtype, batch)
+
+
+def vtfn_bow_case(scale: Scale, dtype: str, batch: int) -> TrainingCase:
+    return vtfn_case(coco_bow.get_config(f"dim={scale.vtfn_dim}"), scale, dtype, batch)
+
+
+# Row name -> the case at (scale, dtype, batch). The sweep runs SWEPT; the twins run all.
+CASES: dict[str, Callable[[Scale, str, int], TrainingCase]] = {
+    "I2CE paper scale": i2ce_case,
+    "VTFN-GRU": vtfn_gru_case,
+    "VTFN-BOW": vtfn_bow_case,
+}
+SWEPT = ("I2CE paper scale", "VTFN-GRU")
 
 
 def xla_flops(compiled: jax.stages.Compiled) -> float | None:
@@ -168,38 +204,94 @@ def xla_flops(compiled: jax.stages.Compiled) -> float | None:
     return float(cost["flops"]) if cost and "flops" in cost else None
 
 
-def time_training(case: TrainingCase, steps: int, warmup: int, peak_tflops: float) -> dict:
-    """Times ``steps`` train steps after ``warmup``; examples/s, TFLOP/s and MFU."""
-    trainer = Trainer(case.config, case.model, case.loss_fn)
-    state = trainer.state
-    share = slice(jax.process_index(), None, jax.process_count())  # this process's rows
-    batches = [trainer.global_batch({k: v[share] for k, v in b.items()}) for b in case.batches]
-    base = trainer.base_key
-    keys = [jax.random.fold_in(base, i) for i in range(warmup + steps)]
-    compiled = trainer.train_step.lower(state, batches[0], base).compile()
-    for i in range(warmup):
-        state, metrics = compiled(state, batches[i % len(batches)], keys[i])
-    jax.block_until_ready((state, metrics))
+@dataclasses.dataclass
+class PlacedSteps:
+    """The library's step compiled for a case, its state and batches on the devices."""
+
+    case: TrainingCase
+    compiled: jax.stages.Compiled
+    state: object
+    batches: list[dict[str, jax.Array]]
+    keys: list[jax.Array]
+    done: int = 0
+
+    @classmethod
+    def prepare(cls, case: TrainingCase, total_steps: int) -> PlacedSteps:
+        """Compiles the step (``capsim.train.Trainer``'s, over the data mesh) and places
+        the batches, this process's rows of each, and keys for ``total_steps`` steps."""
+        trainer = Trainer(case.config, case.model, case.loss_fn)
+        share = slice(jax.process_index(), None, jax.process_count())
+        batches = [trainer.global_batch({k: v[share] for k, v in b.items()}) for b in case.batches]
+        keys = list(jax.random.split(trainer.base_key, total_steps))
+        compiled = trainer.train_step.lower(trainer.state, batches[0], keys[0]).compile()
+        return cls(case, compiled, trainer.state, batches, keys)
+
+    def run(self, count: int) -> dict[str, jax.Array]:
+        """``count`` more steps, waited for; the last step's metrics."""
+        metrics = None
+        for _ in range(count):
+            i, self.done = self.done, self.done + 1
+            batch = self.batches[i % len(self.batches)]
+            self.state, metrics = self.compiled(self.state, batch, self.keys[i % len(self.keys)])
+        jax.block_until_ready((self.state, metrics))
+        return metrics
+
+
+def time_training(
+    case: TrainingCase,
+    steps: int,
+    warmup: int,
+    peak_tflops: float,
+    seconds_left: Callable[[], float] | None = None,
+) -> dict:
+    """Times ``steps`` train steps after ``warmup``; examples/s, TFLOP/s and MFU.
+
+    With ``seconds_left``, fewer steps (MIN_TIMED_STEPS at least) when the warm-up
+    steps' pace says that ``steps`` would not end in the time left.
+    """
+    placed = PlacedSteps.prepare(case, warmup + steps)
     began = time.perf_counter()
-    for i in range(warmup, warmup + steps):
-        state, metrics = compiled(state, batches[i % len(batches)], keys[i])
-    jax.block_until_ready((state, metrics))
+    placed.run(warmup)
+    pace = (time.perf_counter() - began) / max(warmup, 1)
+    planned = steps
+    if seconds_left is not None and pace > 0:
+        steps = max(MIN_TIMED_STEPS, min(steps, int(0.8 * seconds_left() / pace)))
+    began = time.perf_counter()
+    metrics = placed.run(steps)
     seconds = (time.perf_counter() - began) / steps
     loss = float(metrics["loss"])
     if not math.isfinite(loss):
         raise FloatingPointError(f"training loss is {loss} after {warmup + steps} steps")
     achieved = case.step_flops.training / seconds / TERA
+    shortened = (
+        f"; {steps} of {planned} steps timed, for the time budget" if steps < planned else ""
+    )
     return {
         "throughput": case.config.batch_size / seconds,
         "unit": "examples/s",
         "step_ms": seconds * 1e3,
+        "steps": steps,
         "loss": loss,
         "flops_per_step": case.step_flops.training,
         "flops_by_part": case.step_flops.training_parts(),
         "tflops": achieved,
         "peak_tflops": peak_tflops,
         "mfu": achieved / peak_tflops,
-        "xla_flops": xla_flops(compiled),
+        "xla_flops": xla_flops(placed.compiled),
         "hand_flops_as_xla_counts": case.step_flops.as_xla_counts,
-        "note": case.sizes,
+        "note": case.sizes + shortened,
+    }
+
+
+def dtype_ratios(rows: Sequence[Mapping], check: str) -> dict[str, float]:
+    """bfloat16 / float32 examples/s of ``check``'s sweep rows, by batch (both rows ok)."""
+    speed = {
+        (row["dtype"], row["batch"]): row["throughput"]
+        for row in rows
+        if row["check"] == check and row["status"] == "ok" and row.get("batch")
+    }
+    return {
+        str(batch): speed["bfloat16", batch] / speed["float32", batch]
+        for dtype, batch in speed
+        if dtype == "float32" and ("bfloat16", batch) in speed
     }

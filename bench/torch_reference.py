@@ -5,6 +5,11 @@ ConfigDict, so "examples/s against PyTorch" compares one model in two frameworks
 Module names follow the Flax modules (``text.embed``, ``encoder.cell``, ``readout``...)
 so ``copy_flax_params`` can load a Flax model's weights and the two losses can be
 checked equal. torch is never a dependency of the library: only bench/ imports it.
+
+Every twin takes a ``device`` ("cpu" by default, "cuda" for a GPU) and builds its
+parameters there; the losses make their own tensors on the device of their inputs,
+and ``TorchTrainer`` moves each batch to its model's device. Nothing relies on
+torch's global default device.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence
 
 Batch = Mapping[str, torch.Tensor]
+Device = str | torch.device
 
 NORM_EPS = 1e-8  # capsim.encoders.NORM_EPS and capsim.losses.DEFAULT_EPS
 RNN_TYPES: dict[str, type[nn.GRU | nn.LSTM]] = {"gru": nn.GRU, "lstm": nn.LSTM}
@@ -66,9 +72,12 @@ def pearson_pair_loss(
     sim: torch.Tensor, positive: torch.Tensor, perm: torch.Tensor
 ) -> torch.Tensor:
     """-Pearson r of [diag, permuted pairs] with labels [+1, ±1] (capsim.losses "pearson")."""
-    rows = torch.arange(sim.shape[0])
+    rows = torch.arange(sim.shape[0], device=sim.device)
+    perm = perm.to(sim.device)
     x = torch.cat([sim.diagonal(), sim[rows, perm]])
-    y = torch.cat([torch.ones(sim.shape[0]), positive[rows, perm].float() * 2.0 - 1.0])
+    y = torch.cat(
+        [torch.ones(sim.shape[0], device=sim.device), positive[rows, perm].float() * 2.0 - 1.0]
+    )
     xc, yc = x - x.mean(), y - y.mean()
     floor = NORM_EPS * NORM_EPS
     x_std = torch.sqrt(torch.clamp((xc * xc).mean(), min=floor))
@@ -78,7 +87,8 @@ def pearson_pair_loss(
 
 def margin_mean_loss(sim: torch.Tensor, positive: torch.Tensor, margin: float) -> torch.Tensor:
     """Mean of max(0, margin - (1 - sim)) over in-batch negatives (capsim.losses "margin", mean)."""
-    negative = (~positive & ~torch.eye(sim.shape[0], dtype=torch.bool)).float()
+    eye = torch.eye(sim.shape[0], dtype=torch.bool, device=sim.device)
+    negative = (~positive & ~eye).float()
     hinge = torch.relu(margin - (1.0 - sim))
     return (hinge * negative).sum() / torch.clamp(negative.sum(), min=1.0)
 
@@ -152,7 +162,7 @@ class CnnText(nn.Module):
 class VTFNReference(nn.Module):
     """Text tower plus the affine image map, trained with the Pearson pair loss."""
 
-    def __init__(self, config, vocab_size: int, image_dim: int):
+    def __init__(self, config, vocab_size: int, image_dim: int, device: Device = "cpu"):
         super().__init__()
         model = config.model
         if config.loss.name != "pearson" or config.loss.pivot_weight:
@@ -177,6 +187,7 @@ class VTFNReference(nn.Module):
         else:
             raise ValueError(f"no torch reference for encoder {encoder.kind!r} (CNN: max pooling)")
         self.image_map = nn.Linear(image_dim, model.dim)
+        self.to(device)
 
     def loss(self, batch: Batch, perm: torch.Tensor) -> torch.Tensor:
         text = self.text(batch["ids"], batch["mask"])
@@ -195,7 +206,7 @@ def sequence_nll(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor
 class I2CEReference(nn.Module):
     """GRU autoencoder: summed masked NLL with teacher forcing, plus λ2 · margin over the batch."""
 
-    def __init__(self, config, vocab_size: int):
+    def __init__(self, config, vocab_size: int, device: Device = "cpu"):
         super().__init__()
         model, loss = config.model, config.loss
         if loss.name not in ("none", "margin") or loss.reduction != "mean":
@@ -206,6 +217,7 @@ class I2CEReference(nn.Module):
         self.recon_weight = loss.recon_weight
         self.margin_weight = 0.0 if loss.name == "none" else loss.weight
         self.margin = loss.margin
+        self.to(device)
 
     def reconstruction_nll(
         self, ids: torch.Tensor, mask: torch.Tensor, intrinsic: torch.Tensor
@@ -267,12 +279,17 @@ def copy_flax_params(model: nn.Module, flax_params: Mapping[str, np.ndarray]) ->
 
 
 class TorchTrainer:
-    """The library's optimizer in torch: clip by global norm, coupled L2, Adam, exponential decay."""
+    """The library's optimizer in torch: clip by global norm, coupled L2, Adam, exponential decay.
+
+    It trains on its model's device (``device``, read from the parameters): batches move
+    there, and the permutations come from a CPU generator, the same on every device.
+    """
 
     def __init__(self, model: nn.Module, config, seed: int = 0):
         opt = config.optimizer
         self.model = model
         self.params = list(model.parameters())
+        self.device = self.params[0].device
         self.clip_norm = opt.clip_norm or float("inf")
         self.optimizer = torch.optim.Adam(self.params, lr=opt.learning_rate, weight_decay=opt.l2)
         decay_steps = max(opt.decay_steps, 1)
@@ -281,9 +298,14 @@ class TorchTrainer:
         )
         self.generator = torch.Generator().manual_seed(seed)
 
-    def step(self, batch: Mapping[str, np.ndarray]) -> torch.Tensor:
-        """One optimisation step on a host batch; returns the loss."""
-        tensors = {k: torch.from_numpy(v) for k, v in batch.items()}
+    def to_device(self, batch: Mapping[str, np.ndarray | torch.Tensor]) -> dict[str, torch.Tensor]:
+        """A batch's arrays as tensors on the model's device (host arrays are copied there)."""
+        return {k: torch.as_tensor(v, device=self.device) for k, v in batch.items()}
+
+    def step(self, batch: Mapping[str, np.ndarray | torch.Tensor]) -> torch.Tensor:
+        """One optimisation step on a host batch (or one ``to_device`` placed); returns the
+        loss, without waiting for the device."""
+        tensors = self.to_device(batch)
         perm = torch.randperm(len(tensors["group"]), generator=self.generator)
         self.model.train()
         self.optimizer.zero_grad(set_to_none=True)

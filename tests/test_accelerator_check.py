@@ -1,70 +1,170 @@
-"""bench/accelerator_check.py on CPU at toy sizes, the peak table, and bench/flops.py
-against hand-computed totals and XLA's own count."""
+"""bench/accelerator_check.py on CPU at toy sizes, its row-by-row file and time budget, the
+PyTorch twins on the device they are given, the peak table, and bench/flops.py against
+hand-computed totals and XLA's own count."""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import import_extra
 from flax import nnx
 
-from bench import accelerator_check, accelerator_training, flops
+from bench import accelerator_check, accelerator_rows, accelerator_training, flops
 from capsim import text
 from configs import coco_bow, i2ce_coco_margin
 from i2ce_jax import model as i2ce_model
 from vtfn_jax import model as vtfn_model
 
 REPO = Path(__file__).resolve().parents[1]
-TRAINING_CHECKS = ("I2CE training", "VTFN-GRU training")
+SWEPT = accelerator_training.SWEPT
+TWINS = tuple(accelerator_training.CASES)
+HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("accelerator_check") / "check.json"
+    folder = tmp_path_factory.mktemp("accelerator_check")
+    out = folder / "check.json"
+    command = [sys.executable, "bench/accelerator_check.py", "--toy", "--out", str(out)]
     proc = subprocess.run(
-        [sys.executable, "bench/accelerator_check.py", "--toy", "--out", str(out)],
+        [*command, "--cache_dir", str(folder / "cache"), "--budget_s", "900"],
         cwd=REPO,
         env=dict(os.environ, JAX_PLATFORMS="cpu"),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout, json.loads(out.read_text())
 
 
-@pytest.mark.slow  # the bench's toy run: demos, scoring and steps in a process (26 s)
-def test_toy_run_prints_the_table_and_writes_every_row(toy_run):
+@pytest.mark.slow  # the toy run: sweep, twins, scoring in a process (35 s; 65 s on a busy CPU)
+def test_toy_run_prints_each_row_and_writes_every_row(toy_run):
     stdout, result = toy_run
-    assert "| check | dtype | status | throughput |" in stdout
+    assert "| check | dtype | batch | status | throughput |" in stdout
     assert result["scale"] == "toy" and result["device"]["platform"] == "cpu"
+    assert result["complete"] and result["seconds"] < result["budget_s"] == 900
+    assert Path(result["compilation_cache"]).name == "cache"  # --cache_dir
     for dtype in accelerator_check.DTYPES:
         assert result["peaks"][dtype]["source"].startswith("measured")
         assert result["peaks"][dtype]["tflops"] > 0
-    rows = {(row["check"], row["dtype"]): row for row in result["rows"]}
-    expected = {(c, d) for c in TRAINING_CHECKS for d in accelerator_check.DTYPES}
-    assert expected | {("I2CE scoring", "float32")} == set(rows)
-    for (check, dtype), row in rows.items():
-        assert row["status"] == "ok", row
-        assert row["throughput"] > 0
-        assert f"| {check} | {dtype} | ok |" in stdout
-    for key in expected:
+    rows = {(row["check"], row["dtype"], row.get("batch")): row for row in result["rows"]}
+    assert len(rows) == len(result["rows"])
+    sweep = {
+        (f"{name} training", dtype, batch)
+        for name in SWEPT
+        for dtype in accelerator_check.DTYPES
+        for batch in accelerator_check.TOY.batches
+    }
+    summaries = {(f"{name} training bfloat16/float32", "bfloat16/float32", None) for name in SWEPT}
+    twins = {(f"{name} JAX/PyTorch", "float32", 8) for name in TWINS}
+    assert set(rows) == sweep | summaries | twins | {("I2CE scoring", "float32", None)}
+    for key in sweep:
         row = rows[key]
-        assert 0 < row["mfu"] < 1
+        assert row["status"] == "ok", row
+        assert row["throughput"] > 0 and 0 < row["mfu"] < 1
         assert row["peak_tflops"] == result["peaks"][key[1]]["tflops"]
-        assert np.isfinite(row["loss"])
+        assert np.isfinite(row["loss"]) and row["steps"] == accelerator_check.TOY.steps
         assert row["flops_per_step"] == sum(row["flops_by_part"].values())
         assert row["xla_flops"] > 0
-    scoring = rows[("I2CE scoring", "float32")]
-    assert scoring["unit"] == "captions/s"
+        assert f"[accelerator_check] {key[0]} ({key[1]}, batch {key[2]}): ok" in stdout
+    for check, dtype, _ in summaries:
+        ratios = rows[check, dtype, None]["ratios"]
+        assert set(ratios) == {str(b) for b in accelerator_check.TOY.batches}
+        assert all(ratio > 0 for ratio in ratios.values())
+    for key in twins:
+        row = rows[key]
+        if not HAS_TORCH:
+            assert row["status"] == "skipped" and "torch is not installed" in row["note"]
+            continue
+        assert row["status"] == "ok", row
+        assert row["torch_device"] == "cpu" and row["rounds"] == accelerator_check.TOY.twin_rounds
+        assert row["throughput"] > 0 and row["torch_throughput"] > 0
+        assert row["ratio_min"] <= row["ratio_median"] <= row["ratio_max"]
+        assert row["torch_initial_loss"] == pytest.approx(row["jax_initial_loss"], rel=1e-4)
+    scoring = rows[("I2CE scoring", "float32", None)]
+    assert scoring["status"] == "ok" and scoring["unit"] == "captions/s"
+    assert scoring["throughput"] > 0
+
+
+def _recorder(tmp_path, seconds: float = 100.0, spent: float = 0.0, **estimates):
+    budget = accelerator_rows.Budget(seconds, time.perf_counter() - spent, estimates)
+    out = tmp_path / "rows.json"
+    return accelerator_rows.Recorder(out, {"scale": "test"}, budget), out
+
+
+def _not_here() -> dict:
+    raise accelerator_rows.Skipped("not here")
+
+
+def test_the_file_is_rewritten_after_every_row(tmp_path, capsys):
+    recorder, out = _recorder(tmp_path, training=1.0)
+    assert json.loads(out.read_text())["rows"] == []
+
+    def second() -> dict:  # while a row runs, the rows before it are on disk
+        on_disk = json.loads(out.read_text())
+        assert [row["check"] for row in on_disk["rows"]] == ["first"]
+        assert on_disk["complete"] is False
+        raise ValueError("broken")
+
+    recorder.row("first", "float32", lambda: {"throughput": 2.0}, kind="training", batch=8)
+    recorder.row("second", "float32", second, kind="training")
+    recorder.row("third", "float32", _not_here, kind="training")
+    written = json.loads(out.read_text())
+    assert [row["status"] for row in written["rows"]] == ["ok", "failed", "skipped"]
+    assert written["rows"][0]["batch"] == 8 and written["rows"][1]["error"] == "ValueError: broken"
+    assert not written["complete"]
+    recorder.finish()
+    assert json.loads(out.read_text())["complete"] is True
+    assert [p.name for p in tmp_path.iterdir()] == ["rows.json"]  # no temporary file left
+    printed = capsys.readouterr().out
+    assert "[accelerator_check] first (float32, batch 8): ok, 2 " in printed
+    assert "second (float32): failed" in printed
+
+
+def test_a_row_that_would_overrun_its_section_is_skipped_and_says_why(tmp_path):
+    recorder, out = _recorder(tmp_path, seconds=100.0, spent=50.0, training=10.0, demo=60.0)
+    ran = []
+    recorder.row("late", "float32", lambda: ran.append(1) or {}, kind="training", share=0.55)
+    recorder.row("long", "float32", lambda: ran.append(2) or {}, kind="demo")
+    recorder.row("fits", "float32", lambda: ran.append(3) or {}, kind="training", batch=4)
+    assert ran == [3]
+    rows = json.loads(out.read_text())["rows"]
+    assert [row["status"] for row in rows] == ["skipped", "skipped", "ok"]
+    assert rows[0]["note"].startswith("time budget: 50 s spent, about 10 s needed")
+    assert "section ends at 55 s of --budget_s 100" in rows[0]["note"]
+    assert "about 60 s needed" in rows[1]["note"]
+    # Once a row of a kind has run, its estimate is the longest one measured.
+    assert recorder.budget.estimate("training") == rows[2]["seconds"] < 1.0
+    recorder.budget.record("training", 7.0)
+    recorder.budget.record("training", 3.0)
+    assert recorder.budget.estimate("training") == 7.0
+
+
+def test_dtype_ratios_pair_the_rows_of_one_batch():
+    def row(dtype, batch, speed, status="ok"):
+        return {
+            "check": "m training",
+            "dtype": dtype,
+            "batch": batch,
+            "throughput": speed,
+            "status": status,
+        }
+
+    rows = [row("float32", 8, 100.0), row("bfloat16", 8, 50.0), row("float32", 16, 10.0)]
+    rows.append(row("bfloat16", 16, 30.0, status="failed"))
+    assert accelerator_training.dtype_ratios(rows, "m training") == {"8": 0.5}
 
 
 def test_scoring_falls_back_to_synthetic_captions_and_says_so(tmp_path):
@@ -197,3 +297,37 @@ def test_readout_forward_and_backward_is_three_products():
 def test_demo_row_trains_and_evaluates_a_demo():
     row = accelerator_check.run_demo("demo_bow", "bfloat16", steps=2)
     assert row["throughput"] > 0 and row["note"].startswith("2 steps")
+
+
+@pytest.mark.bench
+@pytest.mark.parametrize("device", ["meta", "cuda"])
+def test_twins_compute_on_the_device_they_are_given(device):
+    """On "meta" a tensor made on the CPU by mistake fails the loss; "cuda" needs a GPU."""
+    torch = import_extra("torch")
+    from bench import torch_reference
+
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("torch sees no GPU")
+    sim = torch.rand(6, 6, device=device)
+    positive = torch.eye(6, dtype=torch.bool, device=device)
+    perm = torch.randperm(6)  # from a CPU generator, as TorchTrainer's
+    assert torch_reference.pearson_pair_loss(sim, positive, perm).device.type == device
+    assert torch_reference.margin_mean_loss(sim, positive, 0.2).device.type == device
+    names = ["VTFN-BOW"] if device == "meta" else list(TWINS)  # packed RNNs need real lengths
+    for name in names:
+        case = accelerator_training.CASES[name](accelerator_check.TOY, "float32", 8)
+        if case.image_dim is None:
+            twin = torch_reference.I2CEReference(case.config, case.vocab_size, device=device)
+        else:
+            twin = torch_reference.VTFNReference(
+                case.config, case.vocab_size, case.image_dim, device=device
+            )
+        assert {p.device.type for p in twin.parameters()} == {device}
+        trainer = torch_reference.TorchTrainer(twin, case.config)
+        assert trainer.device.type == device
+        batch = trainer.to_device(case.batches[0])
+        assert {t.device.type for t in batch.values()} == {device}
+        loss = twin.loss(batch, torch.randperm(8))
+        assert loss.device.type == device
+        if device != "meta":
+            assert np.isfinite(float(trainer.step(case.batches[0])))
