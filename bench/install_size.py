@@ -1,10 +1,10 @@
 """The two installs, each in a fresh virtual environment: size and time (issue 47 §4).
 
-    python bench/install_size.py [--python python3.12] [--installs metrics,all]
+    python bench/install_size.py [--python python3.12] [--installs metrics,jax,all]
 
 ``metrics`` is ``pip install -e .`` (the caption metrics: NumPy, SciPy, numba,
-pycocoevalcap), ``all`` the README's ``pip install -e ".[all]"`` (the JAX stack and every
-extra but ``bench`` and ``tf``). Each runs in a new venv made with ``--python``, with pip's
+pycocoevalcap), ``jax`` adds the JAX stack (training, the I2CE scorer), ``all`` is the
+README's ``pip install -e ".[all]"`` (every extra but ``bench`` and ``tf``). Each runs in a new venv made with ``--python``, with pip's
 own cache as this machine has it (the time is mostly unpacking and byte-compiling, a
 download only where the cache lacks a wheel: the row says how many were downloaded).
 Reports wall seconds, the venv's site-packages in MB, the number of distributions, the
@@ -29,7 +29,7 @@ from bench.harness import REPO, load_average, record_results
 from capsim.tables import format_table
 
 SECTION = "## Installs"
-INSTALLS = {"metrics": ".", "all": ".[all]"}
+INSTALLS = {"metrics": ".", "jax": ".[jax]", "all": ".[all]"}
 LARGEST = 6
 
 
