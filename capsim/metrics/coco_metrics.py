@@ -56,7 +56,7 @@ def meteor_unavailable_reason(engine: MeteorEngine = "python") -> str | None:
     if shutil.which(JAVA_EXECUTABLE) is None:
         missing.append("Java ('java' is not on PATH; install a JRE)")
     if importlib.util.find_spec(PYCOCOEVALCAP_MODULE) is None:
-        missing.append("pycocoevalcap (pip install 'capsim[baselines]')")
+        missing.append("pycocoevalcap (pip install pycocoevalcap==1.2, a dependency of capsim)")
     if not missing:
         return None
     return "METEOR needs pycocoevalcap's meteor-1.5.jar run by Java; missing: " + ", ".join(missing)
