@@ -44,6 +44,6 @@ on_all_workers() {
 on_all_workers "set -e
   [ -d capsim ] || git clone --quiet --branch '$BRANCH' '$REPO_URL' capsim
   cd capsim && git fetch --quiet origin && git checkout --quiet '$BRANCH' && git pull --quiet --ff-only
-  $PYTHON -m pip install --quiet -e '.[all]' 'jax[tpu]>=0.10,<0.11'"
+  $PYTHON -m pip install --quiet -e '.[all]' 'jax[tpu]>=0.10.0,<0.13'"
 
 on_all_workers "cd capsim && $PYTHON -m '$MODULE' --config='$CONFIG' --workdir='$WORKDIR'$TRAINER_FLAGS"
