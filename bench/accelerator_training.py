@@ -213,6 +213,7 @@ class PlacedSteps:
     state: object
     batches: list[dict[str, jax.Array]]
     keys: list[jax.Array]
+    tables: dict[str, jax.Array]  # the Trainer's device tables ({}: none, batches hold rows)
     done: int = 0
 
     @classmethod
@@ -223,8 +224,10 @@ class PlacedSteps:
         share = slice(jax.process_index(), None, jax.process_count())
         batches = [trainer.global_batch({k: v[share] for k, v in b.items()}) for b in case.batches]
         keys = list(jax.random.split(trainer.base_key, total_steps))
-        compiled = trainer.train_step.lower(trainer.state, batches[0], keys[0]).compile()
-        return cls(case, compiled, trainer.state, batches, keys)
+        compiled = trainer.train_step.lower(
+            trainer.state, batches[0], keys[0], trainer.tables
+        ).compile()
+        return cls(case, compiled, trainer.state, batches, keys, trainer.tables)
 
     def run(self, count: int) -> dict[str, jax.Array]:
         """``count`` more steps, waited for; the last step's metrics."""
@@ -232,7 +235,8 @@ class PlacedSteps:
         for _ in range(count):
             i, self.done = self.done, self.done + 1
             batch = self.batches[i % len(self.batches)]
-            self.state, metrics = self.compiled(self.state, batch, self.keys[i % len(self.keys)])
+            key = self.keys[i % len(self.keys)]
+            self.state, metrics = self.compiled(self.state, batch, key, self.tables)
         jax.block_until_ready((self.state, metrics))
         return metrics
 

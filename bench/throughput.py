@@ -1,6 +1,6 @@
 """Training and scoring throughput against reference implementations, side by side in one run.
 
-    python bench/throughput.py [--steps 10] [--rounds 5] [--warmup 3] [--only train|score]
+    python bench/throughput.py [--steps 10] [--rounds 5] [--warmup 3] [--only train|score|input]
 
 Training (bench/throughput_training.py): examples/s of the library's real
 jit-compiled step (capsim.train.Trainer's step over the data mesh) against a PyTorch
@@ -19,6 +19,10 @@ Scoring (bench/throughput_scoring.py): captions/s of I2CEScorer.compute_score an
 against pycocoevalcap's Bleu(4)+Cider on the same Flickr8k-Expert candidates
 with 5 references each, using the packaged I2CE model; pycocoevalcap both as
 users run it (Java PTBTokenizer first) and on pre-tokenised text.
+Input wait (``--only input``, bench/throughput_input.py; not part of "all"): a real
+training loop's examples/s against its bare step's at batch ``--input_batch``, VTFN
+with its feature table on the device and gathered on the host, and I2CE;
+``--toy`` runs it at tiny sizes in seconds and writes nothing.
 
 Every ratio is taken per round and reported as median, min and max, with the
 load average around it. Writes bench/results/throughput.json and the
@@ -34,9 +38,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
+import dataclasses
 import json
 
-from bench import flops, harness
+from bench import flops, harness, throughput_input
 from bench.harness import update_section
 from bench.scoring_parts import details_section, measure_first_call, measure_scorer_parts
 from bench.scoring_suite import measure_suite, suite_available
@@ -161,6 +166,27 @@ Headroom = our examples/s over the fastest training step's JAX examples/s in the
     return table
 
 
+def measure_input_wait(args: argparse.Namespace, command: str) -> None:
+    """``--only input``: the rows of bench/throughput_input.py, written unless ``--toy``."""
+    sizes = throughput_input.TOY if args.toy else throughput_input.InputSizes()
+    sizes = dataclasses.replace(sizes, batch_size=args.input_batch if not args.toy else 32)
+    rounds = throughput_input.TOY_ROUNDS if args.toy else args.rounds
+
+    def report(row: dict) -> None:
+        print(
+            f"{row['name']} ({row['path']}): loop {row['loop_examples_per_second']:.0f} ex/s, "
+            f"step {row['step_examples_per_second']:.0f} ex/s, loop/step "
+            f"{row['loop_over_step_median']:.3f}, input wait {row['input_wait_share']:.1%}",
+            flush=True,
+        )
+
+    rows = throughput_input.measure_input_rows(sizes, rounds, report=report)
+    if args.toy:
+        print(throughput_input.input_table(rows) + "\n(toy sizes: nothing written)")
+        return
+    print(throughput_input.write_input_results(command, rows, harness.machine_facts()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=10, help="steps per round per side")
@@ -170,12 +196,17 @@ def main() -> None:
     parser.add_argument("--pipeline_batches", type=int, default=300, help="batches per round")
     parser.add_argument("--part_steps", type=int, default=1, help="paper-scale parts: steps/round")
     parser.add_argument("--model", default="base", help="packaged I2CE model to score with")
-    parser.add_argument("--only", choices=("all", "train", "score"), default="all")
+    parser.add_argument("--only", choices=("all", "train", "score", "input"), default="all")
+    parser.add_argument("--input_batch", type=int, default=1024, help="--only input: batch")
+    parser.add_argument("--toy", action="store_true", help="--only input at tiny sizes")
     parser.add_argument(
         "--golden", type=Path, default=harness.GOLDEN_FILE, help="scoring candidates"
     )
     args = parser.parse_args()
     command = ("python bench/throughput.py " + " ".join(sys.argv[1:])).strip()
+    if args.only == "input":
+        measure_input_wait(args, command)
+        return
     if args.only != "train":
         if not args.golden.is_file():
             parser.error(

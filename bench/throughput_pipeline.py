@@ -30,14 +30,18 @@ COCO_IMAGES = 123_287  # COCO 2014 train + val, the images VTFN trains on at sca
 
 
 def synthetic_corpus(
-    num_images: int, captions_per_image: int, max_len: int, seed: int = 0
+    num_images: int,
+    captions_per_image: int,
+    max_len: int,
+    seed: int = 0,
+    vocab_size: int = VOCAB_SIZE,
 ) -> corpus_lib.EncodedCorpus:
     """An encoded corpus of COCO's shape (random ids) for input-pipeline timing."""
     rng = np.random.default_rng(seed)
     count = num_images * captions_per_image
     lengths = rng.integers(MIN_TOKENS, min(MAX_TOKENS, max_len) + 1, count)
     mask = np.arange(max_len)[None, :] < lengths[:, None]
-    ids = np.where(mask, rng.integers(FIRST_WORD_ID, VOCAB_SIZE, (count, max_len)), text.PAD_ID)
+    ids = np.where(mask, rng.integers(FIRST_WORD_ID, vocab_size, (count, max_len)), text.PAD_ID)
     image_index = np.repeat(np.arange(num_images, dtype=np.int32), captions_per_image)
     groups = list(np.arange(count).reshape(num_images, captions_per_image))
     records = [None] * count  # only len() is read
@@ -144,7 +148,7 @@ def measure_pipeline(
         (
             "VTFN-pipeline",
             "VTFN input pipeline (features in memory): batch gathering vs one Python call per example",
-            batched(vtfn_kinds.make_batch_fn(split, pivot=False)),
+            batched(vtfn_kinds.training_batches(split, pivot=False).host_batch),
             _per_example_dataset(split, True, batch_size),
         ),
         (
@@ -164,8 +168,8 @@ def measure_pipeline(
             (
                 "VTFN-pipeline-ArrayRecord",
                 "VTFN input pipeline reading features from an ArrayRecord store vs from memory",
-                batched(vtfn_kinds.make_batch_fn(disk_split, pivot=False)),
-                batched(vtfn_kinds.make_batch_fn(split, pivot=False)),
+                batched(vtfn_kinds.training_batches(disk_split, pivot=False).host_batch),
+                batched(vtfn_kinds.training_batches(split, pivot=False).host_batch),
             )
         )
         for name, description, ours, reference in comparisons:

@@ -65,6 +65,10 @@ def trainer(
     config.log_every = log_every
     config.checkpoint_every = checkpoint_every
     config.input_workers = 0  # grain worker processes building batches (0: in the trainer)
+    # Where rows of large arrays a batch indexes (VTFN's image features) are gathered:
+    # "auto" on the device when they fit in half its free memory, else on the host;
+    # "on" (an error before training when they do not fit) or "off" (capsim.data.device_tables).
+    config.device_tables = "auto"
     config.allow_config_change = False  # resume a workdir whose model/data keys differ
     # When no checkpoint in the workdir is usable: move the old run to previous-run-N
     # (kept) and train from step 0. A usable checkpoint is resumed either way.

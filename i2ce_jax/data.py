@@ -40,6 +40,11 @@ def make_batch_fn(corpus: corpus_lib.EncodedCorpus):
     rides in ``group`` rather than in an array of its own: a second per-row array in the
     global batch broke the 2-process gloo step (a collective mismatch,
     tests/test_multihost.py).
+
+    The token rows are gathered here on the host, not kept as device tables
+    (capsim.data.device_tables) as VTFN's features are: a batch of 1,024 is about
+    200 KB, built in 0.4 ms on one core (0.3 ms of it the token gathers), far below a
+    step; bench/throughput_input.py times the loop against its step.
     """
 
     def make_batch(

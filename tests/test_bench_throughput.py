@@ -200,3 +200,33 @@ def test_another_packaged_model_gets_its_own_scoring_section(tmp_path, monkeypat
     saved = json.loads((tmp_path / "throughput.json").read_text())
     assert [r["ratio_median"] for r in saved["rows"]] == [10.0]
     assert saved["scoring_large"]["rows"][0]["ratio_median"] == 5.0
+
+
+def test_input_wait_rows_time_the_loop_against_its_step_on_each_path(tmp_path, monkeypatch):
+    """``--only input`` at toy sizes: VTFN on both input paths (the device path sends
+    indices, not feature rows), I2CE on its one; loop / step per round brackets the ratio
+    of the medians; the rows land in input_wait.json and their RESULTS.md section."""
+    from bench import throughput_input as inputs
+
+    rows = inputs.measure_input_rows(inputs.TOY, rounds=2, models=("VTFN-BOW", "I2CE"))
+    assert [(r["name"], r["path"]) for r in rows] == [
+        ("VTFN-BOW", "device tables"),
+        ("VTFN-BOW", "host gather"),
+        ("I2CE", "no tables"),
+    ]
+    for row in rows:
+        assert row["what"] == "input" and row["batch"] == inputs.TOY.batch_size
+        assert _positive_finite(row["loop_examples_per_second"])
+        assert _positive_finite(row["step_examples_per_second"])
+        assert 0 <= row["input_wait_share"] < 1
+        loop_over_step = row["loop_examples_per_second"] / row["step_examples_per_second"]
+        assert row["loop_over_step_min"] * (1 - 1e-9) <= loop_over_step
+        assert loop_over_step <= row["loop_over_step_max"] * (1 + 1e-9)
+    on, off = rows[0]["batch_bytes"], rows[1]["batch_bytes"]
+    assert off - on == inputs.TOY.batch_size * (inputs.TOY.image_dim * 4 - 4)  # rows -> indices
+    monkeypatch.setattr(harness, "RESULTS_MD", tmp_path / "RESULTS.md")
+    monkeypatch.setattr(inputs, "RESULTS_JSON", tmp_path / "input_wait.json")
+    inputs.write_input_results("cmd", rows, harness.machine_facts())
+    saved = json.loads((tmp_path / "input_wait.json").read_text())
+    assert [r["name"] for r in saved] == ["VTFN-BOW", "VTFN-BOW", "I2CE"]
+    assert "## Input wait\n" in (tmp_path / "RESULTS.md").read_text()

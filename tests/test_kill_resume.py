@@ -89,7 +89,11 @@ if pace:  # each batch waits this long: steps at a known rate, whatever the mach
 
 workdir, num_steps = sys.argv[1], int(sys.argv[2])
 every = int(os.environ.get("CHECKPOINT_EVERY", 7))
-model, _ = run(tiny_config(num_steps=num_steps, checkpoint_every=every, log_every=1), workdir)
+tables = os.environ.get("DEVICE_TABLES", "")  # "on": the inputs as a device table
+config = tiny_config(num_steps=num_steps, checkpoint_every=every, log_every=1)
+if tables:
+    config.device_tables = tables
+model, _ = run(config, workdir, tables=bool(tables))
 if jax.process_index() == 0:
     params = nnx.to_pure_dict(nnx.state(model, nnx.Param))
     leaves = jax.tree_util.tree_leaves_with_path(params)
@@ -219,8 +223,12 @@ def _kill_plan(rng: np.random.Generator, points: int) -> list[tuple[str, int]]:
     ]
 
 
-def _train_with_kills(workdir: Path, seed: int, points: int, processes: int) -> list[str]:
-    """Runs to the end through ``points`` SIGKILLs; returns what each kill hit, for messages."""
+def _train_with_kills(
+    workdir: Path, seed: int, points: int, processes: int, env: dict | None = None
+) -> list[str]:
+    """Runs to the end through ``points`` SIGKILLs; returns what each kill hit, for messages.
+    ``env``: more variables for every run (``DEVICE_TABLES``)."""
+    env = env or {}
     rng = np.random.default_rng(seed)
     reached, history = 0, []
     for kind, gap in _kill_plan(rng, points):
@@ -228,7 +236,12 @@ def _train_with_kills(workdir: Path, seed: int, points: int, processes: int) -> 
         if kind == "save":
             at = (reached // 7 + 1 + gap // 7) * 7  # a checkpoint step ahead
             run = Run(
-                workdir, NUM_STEPS, processes, DIE_DURING_SAVE=str(at), DIE_PROCESS=str(victim)
+                workdir,
+                NUM_STEPS,
+                processes,
+                DIE_DURING_SAVE=str(at),
+                DIE_PROCESS=str(victim),
+                **env,
             )
             run.procs[victim].wait(timeout=300)
             assert run.procs[victim].returncode == -signal.SIGKILL, run.stderr(victim)[-2000:]
@@ -236,11 +249,11 @@ def _train_with_kills(workdir: Path, seed: int, points: int, processes: int) -> 
             _expect_unfinished_checkpoint(workdir / "checkpoints", at, victim)
             reached = at
         else:
-            run = Run(workdir, NUM_STEPS, processes)
+            run = Run(workdir, NUM_STEPS, processes, **env)
             reached = _kill_after(run, reached + gap, victim)
             _expect_survivors_to_stop(run, victim)
         history.append(f"{kind}@{reached}/p{victim}")
-    final = Run(workdir, NUM_STEPS, processes, CHECKPOINT_EVERY=NEVER)
+    final = Run(workdir, NUM_STEPS, processes, CHECKPOINT_EVERY=NEVER, **env)
     assert final.wait() == [0] * processes, final.stderr(0)[-3000:]
     return history
 
@@ -263,12 +276,15 @@ def _check_same_run(killed: Path, uninterrupted: Path, history: list[str]) -> No
         np.testing.assert_allclose(params[name], expected[name], rtol=1e-6, atol=1e-7)
 
 
-def _kill_and_compare(tmp_path: Path, processes: int, seeds: list[int], points: int) -> None:
+def _kill_and_compare(
+    tmp_path: Path, processes: int, seeds: list[int], points: int, env: dict | None = None
+) -> None:
+    """``env`` goes to the killed runs only: the uninterrupted reference runs as it is."""
     uninterrupted = Run(tmp_path / "uninterrupted", NUM_STEPS, processes, CHECKPOINT_EVERY=NEVER)
     assert uninterrupted.wait() == [0] * processes, uninterrupted.stderr(0)[-3000:]
     for seed in seeds:
         killed = tmp_path / f"killed-{seed}"
-        history = _train_with_kills(killed, seed, points, processes)
+        history = _train_with_kills(killed, seed, points, processes, env)
         _check_same_run(killed, tmp_path / "uninterrupted", history)
 
 

@@ -121,7 +121,8 @@ def built(request) -> dict:
     config, model, loss_fn, batch = out["bfloat16"]
     trainer = Trainer(config, model, loss_fn)
     batch = trainer.global_batch(batch)
-    out["hlo"] = trainer.train_step.lower(trainer.state, batch, trainer.base_key).as_text()
+    lowered = trainer.train_step.lower(trainer.state, batch, trainer.base_key, trainer.tables)
+    out["hlo"] = lowered.as_text()
     return out
 
 

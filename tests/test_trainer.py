@@ -18,7 +18,7 @@ import pytest
 from flax import nnx
 
 from capsim.checkpoints import find_model_checkpoint, restore_model
-from capsim.data.pipeline import training_dataset
+from capsim.data.pipeline import Batches, training_dataset
 from capsim.errors import CheckpointError, DataFormatError
 from capsim.train import Trainer
 
@@ -77,13 +77,23 @@ class Periodic:
         return self.fn(model)
 
 
-def run(config, workdir, evaluate=None, every=20, workers=0):
+def make_table_batch(rows, draws):
+    """``make_batch`` with its inputs as rows of a table (capsim.data.device_tables)."""
+    return {"x_rows": rows.astype(np.int32), "y": make_batch(rows, draws)["y"]}
+
+
+def run(config, workdir, evaluate=None, every=20, workers=0, tables=False):
+    """Trains the regressor; with ``tables``, its inputs are a table whose rows the batch
+    indexes, gathered where ``config.device_tables`` puts them (tests/test_device_tables.py)."""
     model = Regressor(nnx.Rngs(0))
+    batches = Batches(len(INPUTS), make_table_batch, tables={"x": INPUTS})
+    trainer = Trainer(config, model, mse, tables=batches.tables if tables else None)
+    batch_fn = batches.batch_fn(trainer.tables_on_device) if tables else make_batch
     data = training_dataset(
-        len(INPUTS), make_batch, global_batch_size=config.batch_size, seed=1, workers=workers
+        len(INPUTS), batch_fn, global_batch_size=config.batch_size, seed=1, workers=workers
     )
     periodic = Periodic(evaluate, every) if evaluate else None
-    return model, Trainer(config, model, mse).fit(workdir, data, periodic)
+    return model, trainer.fit(workdir, data, periodic)
 
 
 def dev_eval(model):

@@ -22,6 +22,7 @@ import numpy as np
 from capsim.checkpoints import restore_model
 from capsim.data import glove
 from capsim.data.corpus import CaptionSplit
+from capsim.data.device_tables import rows_key
 from capsim.data.pipeline import Batches
 from capsim.task import Task
 from vtfn_jax.baselines import glove_average, language_models, word2vec
@@ -62,20 +63,17 @@ def vtfn_model(config: ml_collections.ConfigDict, data: VtfnData) -> VTFN:
 
 
 def make_batch_fn(split: CaptionSplit, pivot: bool):
-    """Captions with their images' features (and, for the pivot loss, other captions of them)."""
+    """Captions with their images' feature rows (``features_rows``: indices into the
+    ``features`` table, gathered on the host or in the step; see ``training_batches``)
+    and, for the pivot loss, other captions of them."""
     corpus = split.corpus
 
     def make_batch(
         rows: np.ndarray, draws: np.ndarray, width: int | None = None
     ) -> dict[str, np.ndarray]:
-        images = corpus.image_index[rows]
+        images = corpus.image_index[rows].astype(np.int32)
         ids, mask = corpus.tokens(rows, width)
-        batch = {
-            "ids": ids,
-            "mask": mask,
-            "features": split.features[images],
-            "group": images.astype(np.int32),
-        }
+        batch = {"ids": ids, "mask": mask, rows_key("features"): images, "group": images}
         if pivot:
             other = corpus.other_captions(rows, draws)
             batch["pivot_ids"], batch["pivot_mask"] = corpus.tokens(other, width)
@@ -84,21 +82,25 @@ def make_batch_fn(split: CaptionSplit, pivot: bool):
     return make_batch
 
 
+def training_batches(split: CaptionSplit, pivot: bool, length_buckets: int = 0) -> Batches:
+    """The training captions' batches, indexing the split's image features as a table
+    (capsim.data.device_tables): the Trainer keeps it on the device when it fits."""
+    return Batches(
+        len(split.corpus),
+        make_batch_fn(split, pivot),
+        length_buckets=split.corpus.length_buckets(length_buckets, with_other_captions=pivot),
+        tables={"features": split.features},
+    )
+
+
 def vtfn_task(config: ml_collections.ConfigDict, data: VtfnData) -> Task:
     """The text tower and W, trained on the training captions' image features."""
     pivot = config.loss.pivot_weight > 0
-    train = data.splits["train"]
     return Task(
         subject_of=lambda model: data.subject(*vtfn_embedders(model, data)),
         model=vtfn_model(config, data),
         loss_fn=make_loss_fn(config),
-        batches=Batches(
-            len(train.corpus),
-            make_batch_fn(train, pivot),
-            length_buckets=train.corpus.length_buckets(
-                config.data.get("length_buckets", 0), with_other_captions=pivot
-            ),
-        ),
+        batches=training_batches(data.splits["train"], pivot, config.data.get("length_buckets", 0)),
     )
 
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import grain
 import jax
@@ -18,6 +19,7 @@ import ml_collections
 import numpy as np
 from absl import flags
 
+from capsim.data.device_tables import gather_tables
 from capsim.mesh import local_batch_size
 
 Batch = dict[str, np.ndarray]
@@ -230,18 +232,38 @@ def training_dataset(
 @dataclasses.dataclass(frozen=True)
 class Batches:
     """How a model's training examples become batches: what ``training_dataset`` needs
-    beside the run's batch size, seed and input workers, which the config gives."""
+    beside the run's batch size, seed and input workers, which the config gives.
+
+    ``tables`` (capsim.data.device_tables) names large arrays the batches index, e.g.
+    ``{"features": image_features}``: ``make_batch`` then emits ``"features_rows"``
+    (int32 rows) in place of the rows themselves, and they are gathered on the host
+    in grain's map or, placed by the Trainer, inside the train step. The loss sees
+    the same batch either way.
+    """
 
     examples: int
     make_batch: MakeBatch
     length_buckets: LengthBuckets | None = None
     topic_clusters: TopicClusters | None = None
+    tables: Mapping[str, Any] | None = None
 
-    def dataset(self, config: ml_collections.ConfigDict) -> grain.IterDataset:
-        """The grain dataset of ``config.batch_size`` batches, seeded by ``config.seed``."""
+    def host_batch(self, rows: np.ndarray, draws: np.ndarray, **kwargs) -> Batch:
+        """The batch as the loss sees it, its table rows gathered here on the host."""
+        return gather_tables(self.tables or {}, self.make_batch(rows, draws, **kwargs))
+
+    def batch_fn(self, tables_on_device: bool = False) -> MakeBatch:
+        """What grain maps: ``make_batch`` itself when the Trainer holds the tables on the
+        device (the batch carries their rows' indices), else ``host_batch``."""
+        return self.make_batch if tables_on_device or not self.tables else self.host_batch
+
+    def dataset(
+        self, config: ml_collections.ConfigDict, tables_on_device: bool = False
+    ) -> grain.IterDataset:
+        """The grain dataset of ``config.batch_size`` batches, seeded by ``config.seed``;
+        ``tables_on_device``: the Trainer's ``tables_on_device`` (rows gathered in its step)."""
         return training_dataset(
             self.examples,
-            self.make_batch,
+            self.batch_fn(tables_on_device),
             global_batch_size=config.batch_size,
             seed=config.seed,
             workers=config.get("input_workers", 0),

@@ -55,6 +55,7 @@ class TrainResult:
     last_loss: float
     examples_per_second: float
     metric_name: str
+    input_path: str | None = None  # where table rows were gathered (capsim.data.device_tables)
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready facts of the run, e.g. for results.json (best metric as ``best_dev_...``)."""
@@ -63,6 +64,7 @@ class TrainResult:
             "stopped_early": self.stopped_early,
             f"best_{self.metric_name.replace('/', '_')}": self.best_metric,
             "train_examples_per_second": self.examples_per_second,
+            "input_path": self.input_path,
         }
 
 
@@ -238,6 +240,7 @@ class Run:
             last_loss=last_loss,
             examples_per_second=float(np.median(speeds)) if speeds else math.nan,
             metric_name=metric,
+            input_path=trainer.input_path.name,
         )
 
     def _stop_preempted(self, writer: MetricWriter) -> None:

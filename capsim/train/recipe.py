@@ -35,8 +35,9 @@ def fit(config: ml_collections.ConfigDict, workdir: Path, task: Task) -> tuple[A
         return task.fit(workdir)
     steps_for_epochs(config, task.batches.examples)
     evaluators = Evaluators(config.evals, task.subject_of)
-    trainer = Trainer(config, task.model, task.loss_fn)
-    result = trainer.fit(workdir, task.batches.dataset(config), evaluators)
+    trainer = Trainer(config, task.model, task.loss_fn, tables=task.batches.tables)
+    dataset = task.batches.dataset(config, tables_on_device=trainer.tables_on_device)
+    result = trainer.fit(workdir, dataset, evaluators)
     restore_model(workdir, task.model)
     return task.model, task.summarize(result)
 

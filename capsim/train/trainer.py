@@ -24,6 +24,8 @@ import optax
 from flax import nnx
 
 from capsim import mesh as mesh_lib
+from capsim.data import device_tables
+from capsim.data.device_tables import gather_tables
 from capsim.task import LossFn
 from capsim.train.lock import hold_workdir
 from capsim.train.loop import PeriodicEval, Run, TrainResult
@@ -34,10 +36,18 @@ def _compile_step(
     graphdef: nnx.GraphDef, loss_fn: LossFn, mesh: jax.sharding.Mesh, wrt: nnx.filterlib.Filter
 ):
     """One optimisation step over the mesh, differentiating the ``wrt`` parameters; the
-    state is donated."""
+    state is donated. ``tables`` (replicated, not donated; ``{}`` for none) are the device
+    tables whose rows the batch indexes: gathered first (capsim.data.device_tables), so
+    the loss sees the batch the host would have built."""
     replicated = mesh_lib.replicated(mesh)
 
-    def train_step(state: nnx.State, batch: Mapping[str, jax.Array], key: jax.Array):
+    def train_step(
+        state: nnx.State,
+        batch: Mapping[str, jax.Array],
+        key: jax.Array,
+        tables: Mapping[str, jax.Array],
+    ):
+        batch = gather_tables(tables, batch)
         model, optimizer = nnx.merge(graphdef, state)
         model.train()
 
@@ -52,7 +62,7 @@ def _compile_step(
 
     return jax.jit(
         train_step,
-        in_shardings=(replicated, mesh_lib.data_sharding(mesh), replicated),
+        in_shardings=(replicated, mesh_lib.data_sharding(mesh), replicated, replicated),
         out_shardings=(replicated, replicated),
         donate_argnums=0,
     )
@@ -71,8 +81,14 @@ class Trainer:
     benches); ``fit`` adds the loop. Config keys: seed, batch_size, num_steps,
     log_every, checkpoint_every, optimizer.* (``optimizer.frozen``: see
     ``trainable``), early_stopping.{metric, mode, patience}, and optionally
-    profile_steps ("A:B"), device_prefetch (batches ahead; ``default_prefetch``) and
-    start_over (when no checkpoint is usable, move the old run aside and train from 0).
+    profile_steps ("A:B"), device_prefetch (batches ahead; ``default_prefetch``),
+    device_tables ("auto", "on" or "off": where the rows of ``tables`` are gathered,
+    capsim.data.device_tables) and start_over (when no checkpoint is usable, move the
+    old run aside and train from 0).
+
+    ``tables`` are the model's ``Batches.tables``: with ``tables_on_device`` they are
+    placed here once, replicated, and the step gathers their rows, so the dataset must
+    be ``batches.dataset(config, trainer.tables_on_device)``.
     """
 
     def __init__(
@@ -81,6 +97,7 @@ class Trainer:
         model: nnx.Module,
         loss_fn: LossFn,
         mesh: jax.sharding.Mesh | None = None,
+        tables: Mapping[str, np.ndarray] | None = None,
     ):
         self.config = config
         self.model = model
@@ -90,8 +107,23 @@ class Trainer:
         self.optimizer = nnx.Optimizer(model, make_optimizer(config), wrt=wrt)
         self.graphdef, _ = nnx.split((model, self.optimizer))
         self.place_state()
+        self.place_tables(tables or {})
         self.train_step = _compile_step(self.graphdef, loss_fn, self.mesh, wrt)
         self.base_key = jax.random.key(config.seed)
+
+    def place_tables(self, tables: Mapping[str, np.ndarray]) -> None:
+        """Chooses the input path (``config.device_tables``; after the state is placed, so
+        the free memory is what is left beside it), says which, and places the tables
+        when they go to the device. DeviceTablesError, before any step, when "on" cannot be."""
+        local = [d for d in self.mesh.devices.flat if d.process_index == jax.process_index()]
+        path = device_tables.choose_path(self.config.get("device_tables", "auto"), tables, local)
+        self.input_path = device_tables.agreed(path, tables)
+        device_tables.log_path(self.input_path)
+        self.tables = mesh_lib.replicate(dict(tables), self.mesh) if self.tables_on_device else {}
+
+    @property
+    def tables_on_device(self) -> bool:
+        return self.input_path.on_device
 
     def place_state(self) -> None:
         """The live model and optimizer, replicated over the mesh as the step's state."""
@@ -103,7 +135,7 @@ class Trainer:
     def step(self, batch: Mapping[str, jax.Array], step: int) -> dict[str, jax.Array]:
         """Trains one step on a global batch (``global_batch``); ``step`` seeds its key."""
         self.state, metrics = self.train_step(
-            self.state, batch, jax.random.fold_in(self.base_key, step)
+            self.state, batch, jax.random.fold_in(self.base_key, step), self.tables
         )
         return metrics
 

@@ -31,6 +31,7 @@ from flax import nnx
 from capsim.checkpoints import restore_model
 from capsim.data import glove
 from capsim.data.corpus import CaptionSplit
+from capsim.data.device_tables import rows_key
 from capsim.data.pipeline import Batches
 from capsim.encoders import DEFAULT_DTYPE, PARAM_DTYPE, RNNEncoder, compute_dtype
 from capsim.eval.evaluators import Subject
@@ -194,6 +195,8 @@ def build_language_model(
 
 
 def make_batch_fn(split: CaptionSplit, with_image: bool):
+    """Captions; for PinModelA with their images' feature rows (``features_rows``, indices
+    into the ``features`` table of ``training_batches``)."""
     corpus = split.corpus
 
     def make_batch(
@@ -202,10 +205,21 @@ def make_batch_fn(split: CaptionSplit, with_image: bool):
         ids, mask = corpus.tokens(rows, width)
         batch = {"ids": ids, "mask": mask}
         if with_image:
-            batch["features"] = np.asarray(split.features[corpus.image_index[rows]], np.float32)
+            batch[rows_key("features")] = corpus.image_index[rows].astype(np.int32)
         return batch
 
     return make_batch
+
+
+def training_batches(split: CaptionSplit, with_image: bool, length_buckets: int = 0) -> Batches:
+    """The training captions' batches; PinModelA's index the image features as a table
+    (capsim.data.device_tables), kept on the device when it fits."""
+    return Batches(
+        len(split.corpus),
+        make_batch_fn(split, with_image),
+        length_buckets=split.corpus.length_buckets(length_buckets),
+        tables={"features": split.features} if with_image else None,
+    )
 
 
 def task(config: ml_collections.ConfigDict, data: VtfnData, with_image: bool) -> Task:
@@ -227,11 +241,7 @@ def task(config: ml_collections.ConfigDict, data: VtfnData, with_image: bool) ->
         subject_of=lambda model: subject_of(model, data, with_image),
         model=build_language_model(config, data, with_image),
         loss_fn=make_lm_loss(with_image),
-        batches=Batches(
-            len(train.corpus),
-            make_batch_fn(train, with_image),
-            length_buckets=train.corpus.length_buckets(config.data.get("length_buckets", 0)),
-        ),
+        batches=training_batches(train, with_image, config.data.get("length_buckets", 0)),
         summarize=summarize,
     )
 
