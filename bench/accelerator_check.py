@@ -6,8 +6,8 @@
 Meant to end within 4 minutes on one GPU, start-up included (estimated from the
 figures of an earlier, longer run; not yet timed there whole): every row first checks
 that it fits in what is left of its section's share of ``--budget_s`` (default 210 s,
-counted from the start of ``main``; sections in this order, ending by 45%, 65%, 72%
-and 100% of it), its expected time being ``ESTIMATES`` until a row of its kind has
+counted from the start of ``main``; sections in this order, ending by 42%, 58%, 72%,
+78% and 100% of it), its expected time being ``ESTIMATES`` until a row of its kind has
 run, then the longest such row; a row that does not fit is recorded as skipped, with
 the reason. Each row is
 printed as it ends and the JSON (``--out``) is rewritten after it (a temporary file
@@ -29,6 +29,10 @@ keeps every row it measured. Rows:
   rounds of 10 steps a side, and the JAX / PyTorch ratio (median, min, max); the first
   batch of each model also compares both initial losses. Skipped rows where torch is
   not installed.
+- **input wait** (bench/throughput_input.py): the library's training loop, grain input
+  included, against its bare step at batch 1,024 on a synthetic corpus of 30k images
+  (2048-d features): VTFN-GRU and VTFN-BOW with their feature table on the device, I2CE,
+  and VTFN-BOW gathering on the host; loop/step, the share of time waiting on input.
 - **scoring**: captions/s of ``I2CEScorer.pretrained()`` on the Flickr8k-Expert pairs
   (``DATA_DIR/flickr8k``), or on synthetic captions when those files are absent,
   which the row says.
@@ -81,6 +85,8 @@ from bench.accelerator_training import (
     dtype_ratios,
     time_training,
 )
+from bench.throughput_input import INPUT_MODELS, Corpus, InputSizes, measure_input
+from bench.throughput_input import TOY as TOY_INPUT
 from capsim import mesh as mesh_lib
 from capsim import text
 from capsim.cache import MIN_COMPILE_SECONDS, use_compilation_cache
@@ -109,10 +115,25 @@ DEMOS = (
 DEMO_EVAL_BATCH = 8  # capsim.embed.MIN_ROWS: every batch of a bucket has one shape
 # Each section ends by this share of the budget (cumulative; time a section leaves unused
 # goes to the next ones).
-SHARES = {"sweep": 0.45, "twins": 0.65, "scoring": 0.72, "demos": 1.0}
+SHARES = {"sweep": 0.42, "twins": 0.58, "input": 0.72, "scoring": 0.78, "demos": 1.0}
 # Seconds a row of each kind is expected to take on one GPU, compilation included, until
 # one has run (then the longest measured): see the report in issue 48's thread.
-ESTIMATES = {"training": 6.0, "twin": 8.0, "scoring": 15.0, "demo": 12.0}
+ESTIMATES = {"training": 6.0, "twin": 8.0, "input": 12.0, "scoring": 15.0, "demo": 12.0}
+# The input-wait rows (bench/throughput_input.py): the library's training loop with its real
+# input path against its bare step, at batch 1,024 on a synthetic COCO-like corpus of 30k
+# images (the wait is per batch: the corpus size matters only for memory), in the order of
+# how hard the step presses on its input.
+INPUT_ROWS = (
+    ("VTFN-GRU", "device tables"),
+    ("I2CE", None),
+    ("VTFN-BOW", "device tables"),
+    ("VTFN-BOW", "host gather"),
+)
+INPUT_SIZES = {
+    "full": InputSizes(images=30_000, round_seconds=1.0, warmup=2),
+    "toy": TOY_INPUT,
+}
+INPUT_ROUNDS = 3
 
 FULL = Scale(
     batches=(128, 1024, 4096),
@@ -284,9 +305,44 @@ def twins(rec: Recorder, scale: Scale) -> None:
             )
 
 
-def run_checks(rec: Recorder, scale: Scale, steps: int, data_dir: Path, peaks) -> None:
+def input_wait(rec: Recorder, sizes: InputSizes) -> None:
+    """The share of a real training loop's time spent waiting on its input, per model and
+    input path (capsim.data.device_tables): the step must never wait more than 5%."""
+    corpora: dict[int, Corpus] = {}
+
+    def measure(name: str, path: str | None) -> dict:
+        max_len = INPUT_MODELS[name]().data.max_len
+        if max_len not in corpora:
+            corpora[max_len] = Corpus.make(sizes, max_len, next(iter(corpora.values()), None))
+        row = measure_input(name, path, corpora[max_len], sizes, INPUT_ROUNDS)
+        note = (
+            f"{row['path']}: loop/step {row['loop_over_step_median']:.2f}, input wait "
+            f"{row['input_wait_share']:.1%}, step {row['step_examples_per_second']:,.0f} ex/s"
+        )
+        return {
+            **row,
+            "throughput": row["loop_examples_per_second"],
+            "unit": "examples/s",
+            "note": note,
+        }
+
+    for name, path in INPUT_ROWS:
+        rec.row(
+            f"input wait {name}",
+            "float32",
+            functools.partial(measure, name, path),
+            kind="input",
+            share=SHARES["input"],
+            batch=sizes.batch_size,
+        )
+
+
+def run_checks(
+    rec: Recorder, scale: Scale, steps: int, data_dir: Path, peaks, input_sizes: InputSizes
+) -> None:
     sweep(rec, scale, steps, peaks)
     twins(rec, scale)
+    input_wait(rec, input_sizes)
     rec.row(
         "I2CE scoring",
         "float32",
@@ -365,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     result["peaks"] = peaks = device_peaks(device.device_kind)
     recorder = Recorder(args.out, result, budget, write=jax.process_index() == 0)
-    run_checks(recorder, scale, steps, args.data_dir, peaks)
+    input_sizes = INPUT_SIZES["toy" if args.toy else "full"]
+    run_checks(recorder, scale, steps, args.data_dir, peaks, input_sizes)
     recorder.finish()
     failed = [
         f"{row['check']} ({row['dtype']})" for row in recorder.rows if row["status"] == "failed"

@@ -149,6 +149,7 @@ class LoopAndStep:
         self.live = (iterator, batches, next(batches)[0])
 
     def stop_loop(self) -> None:
+        self.live[1].close()  # the placing thread first, then the iterator it reads
         self.live[0].close()
         self.live = None
 

@@ -217,6 +217,7 @@ class Run:
                         )
                         break
         finally:
+            batches.close()  # its placing thread stops before anything else uses the iterator
             preemption.close()  # SIGTERM back to its previous handler, however the loop ends
         if self.step == self.first_step:
             logging.warning(

@@ -11,7 +11,8 @@ peer failures (capsim.train.faults), an optional profiler trace.
 
 from __future__ import annotations
 
-import collections
+import queue
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -152,16 +153,50 @@ class Trainer:
     def device_batches(
         self, data_iter: grain.DatasetIterator
     ) -> Iterator[tuple[dict, dict, float]]:
-        """(global batch, the iterator's state after it, seconds waited for it), with
-        ``device_prefetch`` batches already on the device while a step runs."""
-        ahead = collections.deque()
-        depth = 1 + self.config.get("device_prefetch", default_prefetch())
-        while True:
-            waited = time.perf_counter()
-            while len(ahead) < depth:
-                ahead.append((self.global_batch(next(data_iter)), data_iter.get_state()))
-            batch, state = ahead.popleft()
-            yield batch, state, time.perf_counter() - waited
+        """(global batch, the iterator's state after it, seconds waited for it).
+
+        A thread takes the batches from grain and places them on the devices, 1 +
+        ``device_prefetch`` of them ahead, while the caller dispatches steps: the step's
+        thread only waits for a batch that is not ready (on 2 CPU cores placing a VTFN
+        batch in the step's thread was 7% of the loop, bench/RESULTS.md "Input wait").
+        The batches, their order and the states are the iterator's, as without the
+        thread. Close the generator before the iterator (Run.loop does).
+        """
+        ready: queue.Queue = queue.Queue(
+            maxsize=1 + self.config.get("device_prefetch", default_prefetch())
+        )
+        stop = threading.Event()
+
+        def offer(item: object) -> None:
+            while not stop.is_set():
+                try:
+                    ready.put(item, timeout=0.05)
+                    return
+                except queue.Full:
+                    continue
+
+        def produce() -> None:
+            try:
+                while not stop.is_set():
+                    offer((self.global_batch(next(data_iter)), data_iter.get_state()))
+            except BaseException as error:  # StopIteration too: the consumer ends or re-raises
+                offer(error)
+
+        thread = threading.Thread(target=produce, name="capsim-device-batches", daemon=True)
+        thread.start()
+        try:
+            while True:
+                began = time.perf_counter()
+                item = ready.get()
+                if isinstance(item, StopIteration):
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                batch, state = item
+                yield batch, state, time.perf_counter() - began
+        finally:
+            stop.set()
+            thread.join()
 
     def fit(
         self,
