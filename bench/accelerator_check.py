@@ -85,8 +85,6 @@ from bench.accelerator_training import (
     dtype_ratios,
     time_training,
 )
-from bench.throughput_input import INPUT_MODELS, Corpus, InputSizes, measure_input
-from bench.throughput_input import TOY as TOY_INPUT
 from capsim import mesh as mesh_lib
 from capsim import text
 from capsim.cache import MIN_COMPILE_SECONDS, use_compilation_cache
@@ -129,10 +127,7 @@ INPUT_ROWS = (
     ("VTFN-BOW", "device tables"),
     ("VTFN-BOW", "host gather"),
 )
-INPUT_SIZES = {
-    "full": InputSizes(images=30_000, round_seconds=1.0, warmup=2),
-    "toy": TOY_INPUT,
-}
+INPUT_FULL = dict(images=30_000, round_seconds=1.0, warmup=2)  # bench.throughput_input.InputSizes
 INPUT_ROUNDS = 3
 
 FULL = Scale(
@@ -305,16 +300,24 @@ def twins(rec: Recorder, scale: Scale) -> None:
             )
 
 
-def input_wait(rec: Recorder, sizes: InputSizes) -> None:
+def input_wait(rec: Recorder, toy: bool) -> None:
     """The share of a real training loop's time spent waiting on its input, per model and
     input path (capsim.data.device_tables): the step must never wait more than 5%."""
-    corpora: dict[int, Corpus] = {}
+    try:  # it reaches torch through the CPU bench's synthetic data (bench/throughput_training)
+        from bench import throughput_input
+    except ImportError as error:
+        for name, _ in INPUT_ROWS:
+            rec.skip(f"input wait {name}", "float32", f"{error} (pip install -e '.[bench]')")
+        return
+    sizes = throughput_input.TOY if toy else throughput_input.InputSizes(**INPUT_FULL)
+    corpora: dict[int, throughput_input.Corpus] = {}
 
     def measure(name: str, path: str | None) -> dict:
-        max_len = INPUT_MODELS[name]().data.max_len
+        max_len = throughput_input.INPUT_MODELS[name]().data.max_len
         if max_len not in corpora:
-            corpora[max_len] = Corpus.make(sizes, max_len, next(iter(corpora.values()), None))
-        row = measure_input(name, path, corpora[max_len], sizes, INPUT_ROUNDS)
+            made = throughput_input.Corpus.make(sizes, max_len, next(iter(corpora.values()), None))
+            corpora[max_len] = made
+        row = throughput_input.measure_input(name, path, corpora[max_len], sizes, INPUT_ROUNDS)
         note = (
             f"{row['path']}: loop/step {row['loop_over_step_median']:.2f}, input wait "
             f"{row['input_wait_share']:.1%}, step {row['step_examples_per_second']:,.0f} ex/s"
@@ -337,12 +340,10 @@ def input_wait(rec: Recorder, sizes: InputSizes) -> None:
         )
 
 
-def run_checks(
-    rec: Recorder, scale: Scale, steps: int, data_dir: Path, peaks, input_sizes: InputSizes
-) -> None:
+def run_checks(rec: Recorder, scale: Scale, steps: int, data_dir: Path, peaks, toy: bool) -> None:
     sweep(rec, scale, steps, peaks)
     twins(rec, scale)
-    input_wait(rec, input_sizes)
+    input_wait(rec, toy)
     rec.row(
         "I2CE scoring",
         "float32",
@@ -421,8 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     result["peaks"] = peaks = device_peaks(device.device_kind)
     recorder = Recorder(args.out, result, budget, write=jax.process_index() == 0)
-    input_sizes = INPUT_SIZES["toy" if args.toy else "full"]
-    run_checks(recorder, scale, steps, args.data_dir, peaks, input_sizes)
+    run_checks(recorder, scale, steps, args.data_dir, peaks, args.toy)
     recorder.finish()
     failed = [
         f"{row['check']} ({row['dtype']})" for row in recorder.rows if row["status"] == "failed"
