@@ -8,11 +8,9 @@ figures of an earlier, longer run; not yet timed there whole): every row first c
 that it fits in what is left of its section's share of ``--budget_s`` (default 210 s,
 counted from the start of ``main``; sections in this order, ending by 42%, 58%, 72%,
 78% and 100% of it), its expected time being ``ESTIMATES`` until a row of its kind has
-run, then the longest such row; a row that does not fit is recorded as skipped, with
-the reason. Each row is
-printed as it ends and the JSON (``--out``) is rewritten after it (a temporary file
-renamed over it; ``"complete": false`` until the end), so a run stopped at its limit
-keeps every row it measured. Rows:
+run, then the longest such row; a row that does not fit is recorded as skipped, with the
+reason. Each row is printed as it ends and the JSON (``--out``) is rewritten after it (a
+temporary file renamed over it; ``"complete": false`` until the end). Rows:
 
 - **batch sweep**: the library's training step for I2CE at paper scale (20 tokens,
   embed 300, hidden 512, vocabulary 10,000, margin branch) and VTFN-GRU (24 tokens,
@@ -29,10 +27,8 @@ keeps every row it measured. Rows:
   rounds of 10 steps a side, and the JAX / PyTorch ratio (median, min, max); the first
   batch of each model also compares both initial losses. Skipped rows where torch is
   not installed.
-- **input wait** (bench/throughput_input.py): the library's training loop, grain input
-  included, against its bare step at batch 1,024 on a synthetic corpus of 30k images
-  (2048-d features): VTFN-GRU and VTFN-BOW with their feature table on the device, I2CE,
-  and VTFN-BOW gathering on the host; loop/step, the share of time waiting on input.
+- **input wait** (bench/accelerator_input.py): the training loop, grain included, against
+  its bare step (loop/step, the share of time waiting on input) at batch 1,024.
 - **scoring**: captions/s of ``I2CEScorer.pretrained()`` on the Flickr8k-Expert pairs
   (``DATA_DIR/flickr8k``), or on synthetic captions when those files are absent,
   which the row says.
@@ -46,10 +42,9 @@ compilation is done before); batches are placed on the devices before timing, so
 host input is not measured; a row short of time times fewer steps (3 at least).
 JAX's persistent compilation cache is on (``capsim.cache``, or ``--cache_dir``): the
 twins' float32 steps load the sweep's programs, and a second run on the same machine
-loads all of them instead of compiling. A check
-that fails becomes a failed row and the script exits 1 after the rest. On a
-multi-host TPU slice, run it on every worker (process 0's clock decides what runs);
-the demos and twins are then skipped. ``--toy`` shrinks every size (the test runs it
+loads all of them instead of compiling. A check that fails becomes a failed row and
+the script exits 1 after the rest. On a multi-host TPU slice, run it on every worker
+(process 0's clock decides what runs); the demos and twins are then skipped. ``--toy`` shrinks every size (the test runs it
 on CPU: sweep batches 8 and 16, the twins on CPU at batch 8 when torch is installed).
 """
 
@@ -117,18 +112,6 @@ SHARES = {"sweep": 0.42, "twins": 0.58, "input": 0.72, "scoring": 0.78, "demos":
 # Seconds a row of each kind is expected to take on one GPU, compilation included, until
 # one has run (then the longest measured): see the report in issue 48's thread.
 ESTIMATES = {"training": 6.0, "twin": 8.0, "input": 12.0, "scoring": 15.0, "demo": 12.0}
-# The input-wait rows (bench/throughput_input.py): the library's training loop with its real
-# input path against its bare step, at batch 1,024 on a synthetic COCO-like corpus of 30k
-# images (the wait is per batch: the corpus size matters only for memory), in the order of
-# how hard the step presses on its input.
-INPUT_ROWS = (
-    ("VTFN-GRU", "device tables"),
-    ("I2CE", None),
-    ("VTFN-BOW", "device tables"),
-    ("VTFN-BOW", "host gather"),
-)
-INPUT_FULL = dict(images=30_000, round_seconds=1.0, warmup=2)  # bench.throughput_input.InputSizes
-INPUT_ROUNDS = 3
 
 FULL = Scale(
     batches=(128, 1024, 4096),
@@ -300,50 +283,15 @@ def twins(rec: Recorder, scale: Scale) -> None:
             )
 
 
-def input_wait(rec: Recorder, toy: bool) -> None:
-    """The share of a real training loop's time spent waiting on its input, per model and
-    input path (capsim.data.device_tables): the step must never wait more than 5%."""
-    try:  # it reaches torch through the CPU bench's synthetic data (bench/throughput_training)
-        from bench import throughput_input
-    except ImportError as error:
-        for name, _ in INPUT_ROWS:
-            rec.skip(f"input wait {name}", "float32", f"{error} (pip install -e '.[bench]')")
-        return
-    sizes = throughput_input.TOY if toy else throughput_input.InputSizes(**INPUT_FULL)
-    corpora: dict[int, throughput_input.Corpus] = {}
-
-    def measure(name: str, path: str | None) -> dict:
-        max_len = throughput_input.INPUT_MODELS[name]().data.max_len
-        if max_len not in corpora:
-            made = throughput_input.Corpus.make(sizes, max_len, next(iter(corpora.values()), None))
-            corpora[max_len] = made
-        row = throughput_input.measure_input(name, path, corpora[max_len], sizes, INPUT_ROUNDS)
-        note = (
-            f"{row['path']}: loop/step {row['loop_over_step_median']:.2f}, input wait "
-            f"{row['input_wait_share']:.1%}, step {row['step_examples_per_second']:,.0f} ex/s"
-        )
-        return {
-            **row,
-            "throughput": row["loop_examples_per_second"],
-            "unit": "examples/s",
-            "note": note,
-        }
-
-    for name, path in INPUT_ROWS:
-        rec.row(
-            f"input wait {name}",
-            "float32",
-            functools.partial(measure, name, path),
-            kind="input",
-            share=SHARES["input"],
-            batch=sizes.batch_size,
-        )
-
-
 def run_checks(rec: Recorder, scale: Scale, steps: int, data_dir: Path, peaks, toy: bool) -> None:
     sweep(rec, scale, steps, peaks)
     twins(rec, scale)
-    input_wait(rec, toy)
+    try:  # it reaches torch through the CPU bench's synthetic data (bench/throughput_training)
+        from bench.accelerator_input import input_wait
+    except ImportError as error:
+        rec.skip("input wait", "float32", f"{error} (pip install -e '.[bench]')")
+    else:
+        input_wait(rec, toy, share=SHARES["input"])
     rec.row(
         "I2CE scoring",
         "float32",
