@@ -257,15 +257,19 @@ def test_forced_on_stops_a_vtfn_run_before_it_trains(monkeypatch, tmp_path):
     assert not (tmp_path / "checkpoints").exists() and not (tmp_path / "metrics.jsonl").exists()
 
 
+def _regressor_with_table() -> Trainer:
+    return Trainer(
+        test_trainer.tiny_config(),
+        test_trainer.Regressor(nnx.Rngs(0)),
+        test_trainer.mse,
+        tables=TABLE,
+    )
+
+
 def test_auto_falls_back_to_the_host_and_says_why(monkeypatch, caplog):
     _small_memory(monkeypatch)
     with caplog.at_level(logging.INFO):
-        trainer = Trainer(
-            test_trainer.tiny_config(),
-            test_trainer.Regressor(nnx.Rngs(0)),
-            test_trainer.mse,
-            tables=TABLE,
-        )
+        trainer = _regressor_with_table()
     assert not trainer.tables_on_device and trainer.tables == {}
     assert trainer.input_path.fell_back
     warned = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
@@ -279,12 +283,7 @@ def test_auto_falls_back_to_the_host_and_says_why(monkeypatch, caplog):
 def test_auto_places_tables_that_fit_and_says_so(monkeypatch, caplog):
     _small_memory(monkeypatch, free=10**9)
     with caplog.at_level(logging.INFO):
-        trainer = Trainer(
-            test_trainer.tiny_config(),
-            test_trainer.Regressor(nnx.Rngs(0)),
-            test_trainer.mse,
-            tables=TABLE,
-        )
+        trainer = _regressor_with_table()
     assert trainer.tables_on_device and isinstance(trainer.tables["features"], jax.Array)
     assert any(
         "input: device tables: features (1000, 1000) float32 4.0 MB" in r.getMessage()
