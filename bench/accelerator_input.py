@@ -51,7 +51,7 @@ def input_wait(rec: Recorder, toy: bool, share: float) -> None:
 
     for name, path in INPUT_ROWS:
         rec.row(
-            f"input wait {name}",
+            f"input wait {name}, {path or 'no tables'}",
             "float32",
             functools.partial(measure, name, path),
             kind="input",

@@ -69,7 +69,17 @@ def test_toy_run_prints_each_row_and_writes_every_row(toy_run):
     }
     summaries = {(f"{name} training bfloat16/float32", "bfloat16/float32", None) for name in SWEPT}
     twins = {(f"{name} JAX/PyTorch", "float32", 8) for name in TWINS}
-    assert set(rows) == sweep | summaries | twins | {("I2CE scoring", "float32", None)}
+    inputs = {key for key in rows if key[0].startswith("input wait")}
+    assert set(rows) == sweep | summaries | twins | inputs | {("I2CE scoring", "float32", None)}
+    if HAS_TORCH:  # VTFN-GRU and VTFN-BOW on device tables, I2CE, VTFN-BOW on the host
+        assert len(inputs) == 4, inputs
+        for key in inputs:
+            row = rows[key]
+            assert row["status"] == "ok", row
+            assert row["loop_examples_per_second"] > 0 and 0 <= row["input_wait_share"] < 1
+    else:
+        (key,) = inputs
+        assert rows[key]["status"] == "skipped" and "[bench]" in rows[key]["note"]
     for key in sweep:
         row = rows[key]
         assert row["status"] == "ok", row
