@@ -6,8 +6,8 @@
 Meant to end within 4 minutes on one GPU, start-up included (estimated from the
 figures of an earlier, longer run; not yet timed there whole): every row first checks
 that it fits in what is left of its section's share of ``--budget_s`` (default 210 s,
-counted from the start of ``main``; sections in this order, ending by 42%, 58%, 72%,
-78% and 100% of it), its expected time being ``ESTIMATES`` until a row of its kind has
+counted from the start of ``main``; sections in this order, ending by 38%, 52%, 64%,
+76%, 82% and 100% of it), its expected time being ``ESTIMATES`` until a row of its kind has
 run, then the longest such row; a row that does not fit is recorded as skipped, with the
 reason. Each row is printed as it ends and the JSON (``--out``) is rewritten after it (a
 temporary file renamed over it; ``"complete": false`` until the end). Rows:
@@ -21,6 +21,12 @@ temporary file renamed over it; ``"complete": false`` until the end). Rows:
   matmul, marked "measured"). XLA's own count (``cost_analysis``, scan bodies once)
   is recorded beside the hand count's ``as_xla_counts``. Then one summary row per
   model: bfloat16 / float32 examples/s at each batch.
+- **parts and levers** (bench/accelerator_levers.py, bench/step_levers.py): the
+  paper-scale I2CE step at batch 1,024, its readout and decoder GRU alone against the
+  whole step, in both dtypes; each ``config.model`` lever alone against the shipped
+  step (logits in bfloat16, the decoder unrolled 2, 4 or 20 steps; ratio, median of
+  3 alternating rounds); and per model at batch 128, the step with its key made inside
+  against the same step plus the host ``fold_in`` it used to need.
 - **PyTorch twins** (bench/accelerator_twins.py): I2CE at paper scale, VTFN-GRU and
   VTFN-BOW at batch 128 and 1,024, float32: the JAX step's examples/s against its
   twin's (bench/torch_reference.py, on CUDA where torch sees a GPU), in 5 alternating
@@ -57,6 +63,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
+import dataclasses
 import functools
 import importlib
 import importlib.util
@@ -70,6 +77,8 @@ import flax
 import jax
 import numpy as np
 
+from bench import accelerator_training
+from bench.accelerator_levers import levers
 from bench.accelerator_rows import Budget, Recorder, Skipped
 from bench.accelerator_training import (
     CASES,
@@ -108,47 +117,30 @@ DEMOS = (
 DEMO_EVAL_BATCH = 8  # capsim.embed.MIN_ROWS: every batch of a bucket has one shape
 # Each section ends by this share of the budget (cumulative; time a section leaves unused
 # goes to the next ones).
-SHARES = {"sweep": 0.42, "twins": 0.58, "input": 0.72, "scoring": 0.78, "demos": 1.0}
+SHARES = {
+    "sweep": 0.38,
+    "levers": 0.52,
+    "twins": 0.64,
+    "input": 0.76,
+    "scoring": 0.82,
+    "demos": 1.0,
+}
 # Seconds a row of each kind is expected to take on one GPU, compilation included, until
 # one has run (then the longest measured): see the report in issue 48's thread.
-ESTIMATES = {"training": 6.0, "twin": 8.0, "input": 12.0, "scoring": 15.0, "demo": 12.0}
+# Parts and levers: a guess (a sweep row's compilation and a few seconds of rounds).
+ESTIMATES = {
+    "training": 6.0,
+    "parts": 8.0,
+    "lever": 8.0,
+    "host key": 4.0,
+    "twin": 8.0,
+    "input": 12.0,
+    "scoring": 15.0,
+    "demo": 12.0,
+}
 
-FULL = Scale(
-    batches=(128, 1024, 4096),
-    twin_batches=(128, 1024),
-    twin_rounds=5,
-    twin_steps=10,
-    tokens=20,
-    embed=300,
-    hidden=512,
-    vocab=10_000,
-    vtfn_dim=128,
-    vtfn_tokens=24,
-    image_dim=2048,
-    demos=DEMOS,
-    demo_steps=5,
-    scoring_pairs=None,
-    steps=20,
-    warmup=2,
-)
-TOY = Scale(
-    batches=(8, 16),
-    twin_batches=(8,),
-    twin_rounds=3,
-    twin_steps=2,
-    tokens=8,
-    embed=32,
-    hidden=64,
-    vocab=500,
-    vtfn_dim=32,
-    vtfn_tokens=8,
-    image_dim=64,
-    demos=(),
-    demo_steps=2,
-    scoring_pairs=100,
-    steps=3,
-    warmup=1,
-)
+FULL = dataclasses.replace(accelerator_training.FULL, demos=DEMOS)
+TOY = accelerator_training.TOY
 
 
 # --------------------------------------------------------------------------- demos, scoring
@@ -285,6 +277,7 @@ def twins(rec: Recorder, scale: Scale) -> None:
 
 def run_checks(rec: Recorder, scale: Scale, steps: int, data_dir: Path, peaks, toy: bool) -> None:
     sweep(rec, scale, steps, peaks)
+    levers(rec, scale, toy, share=SHARES["levers"])
     twins(rec, scale)
     try:  # it reaches torch through the CPU bench's synthetic data (bench/throughput_training)
         from bench.accelerator_input import input_wait

@@ -103,7 +103,7 @@ def row_line(row: Mapping) -> str:
     if row.get("mfu") is not None:
         parts.append(f", MFU {row['mfu']:.2%}")
     if row.get("ratio_median") is not None:
-        parts.append(f", JAX/PyTorch {row['ratio_median']:.2f}x")
+        parts.append(f", {row.get('ratio_of', 'JAX/PyTorch')} {row['ratio_median']:.2f}x")
     parts.append(f" ({row.get('seconds', 0.0):.1f} s)")
     quiet = row["status"] == "ok" and row.get("throughput") is not None  # its note: sizes
     note = row.get("error") or ("" if quiet else row.get("note", ""))

@@ -86,6 +86,45 @@ class Scale:
     warmup: int
 
 
+# The paper's sizes and tiny ones for the tests.
+FULL = Scale(
+    batches=(128, 1024, 4096),
+    twin_batches=(128, 1024),
+    twin_rounds=5,
+    twin_steps=10,
+    tokens=20,
+    embed=300,
+    hidden=512,
+    vocab=10_000,
+    vtfn_dim=128,
+    vtfn_tokens=24,
+    image_dim=2048,
+    demos=(),  # the check's own (bench/accelerator_check.py)
+    demo_steps=5,
+    scoring_pairs=None,
+    steps=20,
+    warmup=2,
+)
+TOY = Scale(
+    batches=(8, 16),
+    twin_batches=(8,),
+    twin_rounds=3,
+    twin_steps=2,
+    tokens=8,
+    embed=32,
+    hidden=64,
+    vocab=500,
+    vtfn_dim=32,
+    vtfn_tokens=8,
+    image_dim=64,
+    demos=(),
+    demo_steps=2,
+    scoring_pairs=100,
+    steps=3,
+    warmup=1,
+)
+
+
 # --------------------------------------------------------------------------- peaks
 def known_peak(device_kind: str) -> Peak | None:
     kind = device_kind.lower()
@@ -204,6 +243,12 @@ def xla_flops(compiled: jax.stages.Compiled) -> float | None:
     return float(cost["flops"]) if cost and "flops" in cost else None
 
 
+def placed_batch(trainer: Trainer, batch: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
+    """A case's batch as the step's global batch: this process holds every process_count-th row."""
+    share = slice(jax.process_index(), None, jax.process_count())
+    return trainer.global_batch({k: v[share] for k, v in batch.items()})
+
+
 @dataclasses.dataclass
 class PlacedSteps:
     """The library's step compiled for a case, its state and batches on the devices."""
@@ -212,22 +257,17 @@ class PlacedSteps:
     compiled: jax.stages.Compiled
     state: object
     batches: list[dict[str, jax.Array]]
-    keys: list[jax.Array]
     tables: dict[str, jax.Array]  # the Trainer's device tables ({}: none, batches hold rows)
     done: int = 0
 
     @classmethod
-    def prepare(cls, case: TrainingCase, total_steps: int) -> PlacedSteps:
+    def prepare(cls, case: TrainingCase) -> PlacedSteps:
         """Compiles the step (``capsim.train.Trainer``'s, over the data mesh) and places
-        the batches, this process's rows of each, and keys for ``total_steps`` steps."""
+        the batches, this process's rows of each."""
         trainer = Trainer(case.config, case.model, case.loss_fn)
-        share = slice(jax.process_index(), None, jax.process_count())
-        batches = [trainer.global_batch({k: v[share] for k, v in b.items()}) for b in case.batches]
-        keys = list(jax.random.split(trainer.base_key, total_steps))
-        compiled = trainer.train_step.lower(
-            trainer.state, batches[0], keys[0], trainer.tables
-        ).compile()
-        return cls(case, compiled, trainer.state, batches, keys, trainer.tables)
+        batches = [placed_batch(trainer, b) for b in case.batches]
+        compiled = trainer.train_step.lower(trainer.state, batches[0], trainer.tables).compile()
+        return cls(case, compiled, trainer.state, batches, trainer.tables)
 
     def run(self, count: int) -> dict[str, jax.Array]:
         """``count`` more steps, waited for; the last step's metrics."""
@@ -235,8 +275,7 @@ class PlacedSteps:
         for _ in range(count):
             i, self.done = self.done, self.done + 1
             batch = self.batches[i % len(self.batches)]
-            key = self.keys[i % len(self.keys)]
-            self.state, metrics = self.compiled(self.state, batch, key, self.tables)
+            self.state, metrics = self.compiled(self.state, batch, self.tables)
         jax.block_until_ready((self.state, metrics))
         return metrics
 
@@ -253,7 +292,7 @@ def time_training(
     With ``seconds_left``, fewer steps (MIN_TIMED_STEPS at least) when the warm-up
     steps' pace says that ``steps`` would not end in the time left.
     """
-    placed = PlacedSteps.prepare(case, warmup + steps)
+    placed = PlacedSteps.prepare(case)
     began = time.perf_counter()
     placed.run(warmup)
     pace = (time.perf_counter() - began) / max(warmup, 1)

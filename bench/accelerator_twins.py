@@ -88,7 +88,7 @@ def measure_twin(
     torch.set_float32_matmul_precision("high")  # TF32 matmuls, as JAX's default on a GPU
     twin = build_twin(case, device)
     losses = initial_losses(case, twin, device) if check_loss else (None, None)
-    placed = PlacedSteps.prepare(case, warmup + rounds * steps)
+    placed = PlacedSteps.prepare(case)
     trainer = torch_reference.TorchTrainer(twin, case.config, case.config.seed)
     torch_batches = [trainer.to_device(b) for b in case.batches]
 

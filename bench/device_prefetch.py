@@ -52,9 +52,9 @@ def main() -> None:
 
         def one_round(index: int) -> None:
             metrics = None
-            for step in range(args.steps):
+            for _ in range(args.steps):
                 batch, _, _ = next(batches)
-                metrics = trainer.step(batch, index * args.steps + step)
+                metrics = trainer.step(batch)
             jax.block_until_ready((trainer.state, metrics))
 
         return one_round

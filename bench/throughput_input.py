@@ -136,7 +136,7 @@ class LoopAndStep:
         self.done, self.waited, self.live = 0, [], None
 
     def _step(self, batch) -> dict:
-        metrics = self.trainer.step(batch, self.done)
+        metrics = self.trainer.step(batch)
         self.done += 1
         if self.done % self.log_every == 0:  # the loop reads its loss back (Run.loop)
             float(metrics["loss"])

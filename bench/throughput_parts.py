@@ -9,12 +9,11 @@ from pathlib import Path
 
 import grain
 import jax
-import jax.numpy as jnp
 import numpy as np
 import torch
 from flax import nnx
 
-from bench import flops, torch_reference
+from bench import flops, step_levers, torch_reference
 from bench.harness import load_average, ratio_summary, time_rounds
 from bench.throughput_training import (
     DEFAULT_SIZES,
@@ -28,7 +27,6 @@ from bench.throughput_training import (
     step_flops,
     synthetic_batches,
 )
-from capsim.recurrence import scan_rnn
 from capsim.train import Trainer
 from capsim.train.checkpoint import Checkpointer
 from i2ce_jax import model as i2ce_model
@@ -50,45 +48,22 @@ def _i2ce_part_runners(
     config, model, reference = pair.config, pair.jax_model, pair.torch_model
     ids, mask = batch["anchor_ids"], batch["anchor_mask"]
     size, length = ids.shape[0], ids.shape[1] - 1
-    embed, hidden = config.model.embed_dim, config.model.hidden_dim
-    rng = np.random.default_rng(0)
+    inputs = step_levers.part_inputs(size, length, config.model.embed_dim, config.model.hidden_dim)
+    jax_calls = step_levers.i2ce_part_steps(model, batch, inputs)
+    outputs, cotangent, start = inputs["outputs"], inputs["cotangent"], inputs["start"]
+    targets, target_mask = ids[:, 1:], mask[:, 1:]
 
-    def small_normal(*shape: int) -> np.ndarray:
-        return rng.standard_normal(shape, np.float32) * 0.1
-
-    outputs, cotangent = small_normal(size, length, hidden), small_normal(size, length, hidden)
-    inputs, start = small_normal(size, length, embed), small_normal(size, hidden)
-    targets, target_mask, step_mask = ids[:, 1:], mask[:, 1:], mask[:, :-1]
-    readout_def, readout_params = nnx.split(model.readout)
-    cell_def, cell_params = nnx.split(model.decoder_cell)
-
-    @jax.jit
-    def jax_readout(params, outputs):
-        def nll(params, outputs):
-            logits = nnx.merge(readout_def, params)(outputs)
-            return i2ce_model.sequence_nll(logits, targets, target_mask)
-
-        return jax.grad(nll, argnums=(0, 1))(params, outputs)
-
-    @jax.jit
-    def jax_decoder(params, inputs, start):
-        def total(params, inputs, start):
-            cell = nnx.merge(cell_def, params)
-            _, out = scan_rnn(cell, inputs, step_mask, start)
-            return jnp.sum(out * cotangent)
-
-        return jax.grad(total, argnums=(0, 1, 2))(params, inputs, start)
-
-    def repeat_jax(fn, *args):
+    def repeat_jax(call):
         def run() -> None:
-            jax.block_until_ready([fn(*args) for _ in range(steps)])
+            jax.block_until_ready([call() for _ in range(steps)])
 
         return run
 
     def torch_leaf(array: np.ndarray) -> torch.Tensor:
         return torch.tensor(array, requires_grad=True)
 
-    t_outputs, t_inputs, t_start = torch_leaf(outputs), torch_leaf(inputs), torch_leaf(start)
+    t_outputs, t_start = torch_leaf(outputs), torch_leaf(start)
+    t_inputs = torch_leaf(inputs["inputs"])
     t_targets, t_target_mask = torch.tensor(targets), torch.tensor(target_mask)
     t_cotangent = torch.tensor(cotangent)
 
@@ -107,12 +82,12 @@ def _i2ce_part_runners(
     counts = flops.i2ce_step_flops(config, vocab_size).training_parts()
     return {
         "readout": {
-            "jax": repeat_jax(jax_readout, readout_params, jnp.asarray(outputs)),
+            "jax": repeat_jax(jax_calls["readout"]),
             "torch": torch_readout,
             "flops": counts["readout"],
         },
         "decoder GRU": {
-            "jax": repeat_jax(jax_decoder, cell_params, jnp.asarray(inputs), jnp.asarray(start)),
+            "jax": repeat_jax(jax_calls["decoder GRU"]),
             "torch": torch_decoder,
             "flops": counts["decoder.input"] + counts["decoder.recurrent"],
         },

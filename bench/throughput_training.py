@@ -211,13 +211,11 @@ class JaxRunner:
 
     def __init__(self, pair: TrainingPair):
         self.trainer = Trainer(pair.config, pair.jax_model, pair.loss_fn)
-        self.step = 0
 
     def __call__(self, batches: Sequence[HostBatch]) -> None:
         metrics = None
         for host_batch in batches:
-            metrics = self.trainer.step(self.trainer.global_batch(host_batch), self.step)
-            self.step += 1
+            metrics = self.trainer.step(self.trainer.global_batch(host_batch))
         jax.block_until_ready((self.trainer.state, metrics))
 
 

@@ -37,7 +37,7 @@ def scan_rnn(
     mask: Array,
     carry: Carry,
     *,
-    unroll: bool = False,
+    unroll: bool | int = False,
 ) -> tuple[Carry, Array]:
     """Run an RNN cell over time, updating each sequence's carry only on its real tokens.
 
@@ -49,11 +49,12 @@ def scan_rnn(
         unchanged and the output is zero, so padding (anywhere, any amount) has no effect.
       carry: the initial carry, a pytree of [B, ...] arrays (``zero_carry`` or, for a decoder,
         the encoder's final state).
-      unroll: unroll the time loop of an ``nnx.GRUCell`` (other cells ignore it) when it has
-        at most MAX_UNROLLED_STEPS steps. On CPU the packaged I2CE encoders run 1.5-1.7x as
-        fast unrolled (bench/RESULTS.md, "Scoring throughput"); a training step does not
-        gain and an unrolled LSTM is slower (docs/DEVELOPMENT_NOTES.md), so only inference
-        asks for it.
+      unroll: for an ``nnx.GRUCell`` (other cells ignore it), True unrolls the whole time
+        loop when it has at most MAX_UNROLLED_STEPS steps, and an int k runs k steps per
+        loop iteration (1 and False: the rolled loop). On CPU the packaged I2CE encoders run
+        1.5-1.7x as fast unrolled (bench/RESULTS.md, "Scoring throughput"), so inference
+        asks for True; a CPU training step does not gain (bench/step_levers.py) and an
+        unrolled LSTM is slower (docs/DEVELOPMENT_NOTES.md).
 
     Returns:
       ``(final_carry, outputs)``: the carry after each sequence's last real step, and the
@@ -61,8 +62,7 @@ def scan_rnn(
     """
 
     if isinstance(cell, nnx.GRUCell):
-        steps = inputs.shape[1]
-        return _scan_gru(cell, inputs, mask, carry, unroll and steps <= MAX_UNROLLED_STEPS)
+        return _scan_gru(cell, inputs, mask, carry, _steps_per_iteration(unroll, inputs.shape[1]))
 
     def step(carry: Carry, step_in: tuple[Array, Array]) -> tuple[Carry, Array]:
         x_t, m_t = step_in
@@ -76,8 +76,17 @@ def scan_rnn(
     return final_carry, jnp.swapaxes(outputs, 0, 1)
 
 
+def _steps_per_iteration(unroll: bool | int, steps: int) -> int:
+    """lax.scan's ``unroll`` for scan_rnn's: True is every step (up to MAX_UNROLLED_STEPS)."""
+    if unroll is True:
+        return steps if steps <= MAX_UNROLLED_STEPS else 1
+    if unroll < 0:
+        raise ValueError(f"unroll must be True, False or a count of steps >= 1, got {unroll}")
+    return max(1, min(int(unroll), steps))
+
+
 def _scan_gru(
-    cell: nnx.GRUCell, inputs: Array, mask: Array, hidden: Array, unroll: bool
+    cell: nnx.GRUCell, inputs: Array, mask: Array, hidden: Array, unroll: int
 ) -> tuple[Array, Array]:
     """``scan_rnn`` for nnx.GRUCell with its input projection hoisted out of the loop.
 

@@ -102,6 +102,8 @@ def autoencoder(arg: ml_collections.ConfigDict) -> dict:
         state_pooling=arg.states,  # the intrinsic vector: "last" GRU state (paper) or "mean"
         bidirectional=arg.bidir,  # the paper's GRU reads left to right only
         dtype="float32",  # compute dtype; "bfloat16" on GPU/TPU (parameters stay float32)
+        logits_dtype="float32",  # or the compute dtype: the readout's output (I2CEAutoencoder)
+        decoder_unroll=1,  # decoder steps per time-loop iteration (1: rolled)
     )
 
 

@@ -31,8 +31,12 @@ PAIRINGS = ("self", "similar")
 class I2CEAutoencoder(nnx.Module):
     """GRU encoder-decoder sharing one word-embedding table.
 
-    ``dtype`` is the compute dtype of the matmuls (capsim.encoders); the readout
-    returns float32 logits, so the softmax and the NLL are float32 in any dtype.
+    ``dtype`` is the compute dtype of the matmuls (capsim.encoders). The readout
+    writes its logits in ``logits_dtype``: float32 (the default), or the compute dtype,
+    which halves the traffic of the [B, T, V] logits while the matmul still accumulates
+    in float32 (on GPUs and TPUs); the softmax and the NLL read them as float32 either
+    way. ``decoder_unroll`` steps run per iteration of the decoder's time loop
+    (capsim.recurrence.scan_rnn). Both are levers of issue 48 (bench/step_levers.py).
     """
 
     def __init__(
@@ -47,8 +51,18 @@ class I2CEAutoencoder(nnx.Module):
         dtype: str | jnp.dtype = DEFAULT_DTYPE,
         state_pooling: str = "last",
         bidirectional: bool = False,
+        logits_dtype: str = "float32",
+        decoder_unroll: int = 1,
     ):
         dtype = compute_dtype(dtype)
+        if logits_dtype not in ("float32", dtype.name):
+            raise ValueError(
+                f"config.model.logits_dtype must be float32 or the compute dtype "
+                f"({dtype.name}), got {logits_dtype!r}"
+            )
+        if decoder_unroll < 1:
+            raise ValueError(f"config.model.decoder_unroll must be >= 1, got {decoder_unroll}")
+        self.decoder_unroll = decoder_unroll
         self.encoder = RNNEncoder(
             vocab_size,
             embed_dim,
@@ -64,7 +78,7 @@ class I2CEAutoencoder(nnx.Module):
         kinds = dict(dtype=dtype, param_dtype=PARAM_DTYPE, rngs=rngs)
         self.decoder_cell = nnx.GRUCell(embed_dim, hidden_dim, **kinds)
         self.readout = nnx.Linear(
-            hidden_dim, vocab_size, preferred_element_type=jnp.float32, **kinds
+            hidden_dim, vocab_size, preferred_element_type=jnp.dtype(logits_dtype), **kinds
         )
 
     def encode(self, ids: jax.Array, mask: jax.Array) -> jax.Array:
@@ -79,7 +93,9 @@ class I2CEAutoencoder(nnx.Module):
         The decoder reads ``<S> w1 .. wn`` and predicts ``w1 .. wn </S>``.
         """
         inputs = self.encoder.embed(ids[:, :-1])
-        _, outputs = scan_rnn(self.decoder_cell, inputs, mask[:, :-1], intrinsic)
+        _, outputs = scan_rnn(
+            self.decoder_cell, inputs, mask[:, :-1], intrinsic, unroll=self.decoder_unroll
+        )
         return sequence_nll(self.readout(outputs), ids[:, 1:], mask[:, 1:])
 
 
@@ -88,9 +104,12 @@ def sequence_nll(logits: jax.Array, targets: jax.Array, mask: jax.Array) -> jax.
 
     optax's integer-label cross-entropy is logsumexp minus the target's logit, so
     no [B, T, V] log-softmax array is made (the hand-written twin it replaced was
-    faster than a log-softmax in every round of bench/throughput.py's check).
+    faster than a log-softmax in every round of bench/throughput.py's check). Logits of
+    any dtype are read as float32 (the cast fuses into the reductions).
     """
-    token_nll = optax.losses.softmax_cross_entropy_with_integer_labels(logits, targets)
+    token_nll = optax.losses.softmax_cross_entropy_with_integer_labels(
+        logits.astype(jnp.float32), targets
+    )
     return jnp.mean(jnp.sum(token_nll * mask, axis=1))
 
 
@@ -101,7 +120,8 @@ def build_model(
     else N(0, ``model.embed_std``²) when that is positive, else flax's default init.
     ``model.dtype`` (default "float32"; configs written before it lack it) is the compute dtype;
     ``model.state_pooling`` ("last", the paper's final state, or "mean" over the GRU states)
-    makes the intrinsic vector, from a ``model.bidirectional`` GRU when that is set."""
+    makes the intrinsic vector, from a ``model.bidirectional`` GRU when that is set;
+    ``model.logits_dtype`` and ``model.decoder_unroll`` as in ``I2CEAutoencoder``."""
     embed_std = config.model.get("embed_std", 0.0)
     if embedding_init is None and embed_std > 0:
         embedding_init = normal_embedding(
@@ -117,6 +137,8 @@ def build_model(
         dtype=config.model.get("dtype", DEFAULT_DTYPE),
         state_pooling=config.model.get("state_pooling", "last"),
         bidirectional=config.model.get("bidirectional", False),
+        logits_dtype=config.model.get("logits_dtype", "float32"),
+        decoder_unroll=config.model.get("decoder_unroll", 1),
     )
 
 

@@ -20,7 +20,13 @@ import pytest
 from conftest import import_extra
 from flax import nnx
 
-from bench import accelerator_check, accelerator_rows, accelerator_training, flops
+from bench import (
+    accelerator_check,
+    accelerator_levers,
+    accelerator_rows,
+    accelerator_training,
+    flops,
+)
 from capsim import text
 from configs import coco_bow, i2ce_coco_margin
 from i2ce_jax import model as i2ce_model
@@ -70,7 +76,17 @@ def test_toy_run_prints_each_row_and_writes_every_row(toy_run):
     summaries = {(f"{name} training bfloat16/float32", "bfloat16/float32", None) for name in SWEPT}
     twins = {(f"{name} JAX/PyTorch", "float32", 8) for name in TWINS}
     inputs = {key for key in rows if key[0].startswith("input wait")}
-    assert set(rows) == sweep | summaries | twins | inputs | {("I2CE scoring", "float32", None)}
+    levers = {("I2CE paper scale parts", d, 8) for d in accelerator_check.DTYPES}
+    levers |= {(f"I2CE lever: {name}", d, 8) for d, name in accelerator_levers.LEVER_ROWS}
+    levers |= {(f"{name} host key", "float32", 8) for name in TWINS}
+    assert set(rows) == (
+        sweep | summaries | levers | twins | inputs | {("I2CE scoring", "float32", None)}
+    )
+    for key in levers:
+        row = rows[key]
+        assert row["status"] == "ok", row
+        assert row["throughput" if "parts" in key[0] else "ratio_median"] > 0
+    assert "lever/shipped" in stdout and "key in step/on host" in stdout
     if HAS_TORCH:  # VTFN-GRU and VTFN-BOW on device tables, I2CE, VTFN-BOW on the host
         assert len(inputs) == 4, inputs
         for key in inputs:

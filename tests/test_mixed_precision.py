@@ -121,7 +121,7 @@ def built(request) -> dict:
     config, model, loss_fn, batch = out["bfloat16"]
     trainer = Trainer(config, model, loss_fn)
     batch = trainer.global_batch(batch)
-    lowered = trainer.train_step.lower(trainer.state, batch, trainer.base_key, trainer.tables)
+    lowered = trainer.train_step.lower(trainer.state, batch, trainer.tables)
     out["hlo"] = lowered.as_text()
     return out
 
@@ -204,3 +204,53 @@ def test_embed_rows_match_nnx_embed_and_keep_its_parameter():
         np.testing.assert_array_equal(rows, theirs(ids))
         query = jnp.ones((3, DIM), dtype)
         np.testing.assert_array_equal(ours.attend(query), theirs.attend(query))
+
+
+# ------------------------------------------------------------------ the step's levers
+def _i2ce_loss_and_grads(dtype: str, **model_changes):
+    config, _, _, batch = _i2ce(i2ce_coco_margin.get_config, dtype)
+    config.model.update(model_changes)
+    model = i2ce_model.build_model(config, VOCAB)
+    loss_fn = i2ce_model.make_loss_fn(config)
+    grad_fn = nnx.value_and_grad(lambda m: loss_fn(m, batch, jax.random.key(0))[0])
+    loss, grads = nnx.jit(grad_fn)(model)
+    return model, float(loss), nnx.to_pure_dict(grads)
+
+
+@pytest.mark.parametrize("unroll", [2, 3, LENGTH])
+def test_an_unrolled_decoder_trains_what_the_rolled_one_does(unroll):
+    """model.decoder_unroll changes how the time loop is compiled, not what it computes."""
+    _, loss, grads = _i2ce_loss_and_grads("float32")
+    _, unrolled_loss, unrolled_grads = _i2ce_loss_and_grads("float32", decoder_unroll=unroll)
+    np.testing.assert_allclose(unrolled_loss, loss, rtol=1e-6)
+    jax.tree.map(
+        lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6), unrolled_grads, grads
+    )
+
+
+def test_bfloat16_logits_keep_the_loss_and_the_softmax_reads_float32():
+    model, loss, _ = _i2ce_loss_and_grads("bfloat16", logits_dtype="bfloat16")
+    _, float32_logits_loss, _ = _i2ce_loss_and_grads("bfloat16")
+    outputs = jnp.ones((BATCH, LENGTH, HIDDEN), jnp.bfloat16)
+    assert model.readout(outputs).dtype == jnp.bfloat16
+    np.testing.assert_allclose(loss, float32_logits_loss, rtol=LOSS_RTOL, atol=LOSS_ATOL)
+    # The NLL of bfloat16 logits is the float32 NLL of the same values, not a bfloat16 sum.
+    logits = jax.random.normal(jax.random.key(1), (BATCH, LENGTH, VOCAB)).astype(jnp.bfloat16)
+    ids, mask = _captions(2)
+    np.testing.assert_array_equal(
+        i2ce_model.sequence_nll(logits, ids, mask),
+        i2ce_model.sequence_nll(logits.astype(jnp.float32), ids, mask),
+    )
+
+
+@pytest.mark.parametrize(
+    "dtype, changes, match",
+    [
+        ("float32", {"logits_dtype": "bfloat16"}, r"logits_dtype must be float32 or the compute"),
+        ("bfloat16", {"logits_dtype": "float16"}, r"logits_dtype must be float32 or the compute"),
+        ("float32", {"decoder_unroll": 0}, r"decoder_unroll must be >= 1, got 0"),
+    ],
+)
+def test_a_lever_out_of_range_is_an_error_naming_its_key(dtype, changes, match):
+    with pytest.raises(ValueError, match=match):
+        _i2ce_loss_and_grads(dtype, **changes)

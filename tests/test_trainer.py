@@ -349,3 +349,26 @@ def test_profile_steps_write_a_trace_into_the_workdir(tmp_path):
     assert list((tmp_path / "profile").rglob("*.xplane.pb"))
     with pytest.raises(ValueError, match=r"profile_steps='5:3'"):
         run(tiny_config(profile_steps="5:3"), tmp_path / "bad")
+
+
+def test_each_step_draws_the_key_of_its_count_made_inside_the_step():
+    """The loss's key is fold_in(key(seed), steps done), made in the compiled step: the
+    keys a run drew from the host before, with no host work a step."""
+    import jax
+
+    from capsim.train.trainer import step_key
+
+    def loss_with_draw(model, batch, key):
+        loss, _ = mse(model, batch, key)
+        return loss, {"draw": jax.random.uniform(key)}
+
+    config = tiny_config(seed=7)
+    trainer = Trainer(config, Regressor(nnx.Rngs(0)), loss_with_draw)
+    batch = trainer.global_batch(make_batch(np.arange(16), np.zeros(16, np.float32)))
+    draws = [float(trainer.step(batch)["draw"]) for _ in range(3)]
+    expected = [
+        float(jax.random.uniform(jax.random.fold_in(jax.random.key(7), n))) for n in range(3)
+    ]
+    assert draws == expected
+    assert len(set(draws)) == 3
+    assert draws[2] == float(jax.random.uniform(step_key(7, 2)))

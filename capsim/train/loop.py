@@ -162,7 +162,7 @@ class Run:
                     waited += seconds
                     self.trace.before_step(self.step)
                     with jax.profiler.StepTraceAnnotation("train", step_num=self.step + 1):
-                        metrics = trainer.step(batch, self.step)
+                        metrics = trainer.step(batch)
                     self.step += 1
                     self.trace.after_step(self.step, metrics)
                     done = self.step == config.num_steps

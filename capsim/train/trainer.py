@@ -34,23 +34,29 @@ from capsim.train.optimizer import make_optimizer, trainable
 
 
 def _compile_step(
-    graphdef: nnx.GraphDef, loss_fn: LossFn, mesh: jax.sharding.Mesh, wrt: nnx.filterlib.Filter
+    graphdef: nnx.GraphDef,
+    loss_fn: LossFn,
+    mesh: jax.sharding.Mesh,
+    wrt: nnx.filterlib.Filter,
+    seed: int,
 ):
     """One optimisation step over the mesh, differentiating the ``wrt`` parameters; the
     state is donated. ``tables`` (replicated, not donated; ``{}`` for none) are the device
     tables whose rows the batch indexes: gathered first (capsim.data.device_tables), so
-    the loss sees the batch the host would have built."""
+    the loss sees the batch the host would have built.
+
+    The loss's key is ``fold_in(key(seed), n)`` for the optimizer's count ``n`` of steps
+    done, made inside the step: on the host, ``jax.random.fold_in`` cost 130 us a step,
+    longer than a whole VTFN-BOW step at batch 128 on a GPU (bench/step_levers.py)."""
     replicated = mesh_lib.replicated(mesh)
 
     def train_step(
-        state: nnx.State,
-        batch: Mapping[str, jax.Array],
-        key: jax.Array,
-        tables: Mapping[str, jax.Array],
+        state: nnx.State, batch: Mapping[str, jax.Array], tables: Mapping[str, jax.Array]
     ):
         batch = gather_tables(tables, batch)
         model, optimizer = nnx.merge(graphdef, state)
         model.train()
+        key = step_key(seed, optimizer.step[...])
 
         def loss_of(m: nnx.Module):
             return loss_fn(m, batch, key)
@@ -63,10 +69,15 @@ def _compile_step(
 
     return jax.jit(
         train_step,
-        in_shardings=(replicated, mesh_lib.data_sharding(mesh), replicated, replicated),
+        in_shardings=(replicated, mesh_lib.data_sharding(mesh), replicated),
         out_shardings=(replicated, replicated),
         donate_argnums=0,
     )
+
+
+def step_key(seed: int, steps_done: int | jax.Array) -> jax.Array:
+    """The loss's key in the step after ``steps_done`` steps of a run seeded ``seed``."""
+    return jax.random.fold_in(jax.random.key(seed), steps_done)
 
 
 def default_prefetch() -> int:
@@ -109,8 +120,7 @@ class Trainer:
         self.graphdef, _ = nnx.split((model, self.optimizer))
         self.place_state()
         self.place_tables(tables or {})
-        self.train_step = _compile_step(self.graphdef, loss_fn, self.mesh, wrt)
-        self.base_key = jax.random.key(config.seed)
+        self.train_step = _compile_step(self.graphdef, loss_fn, self.mesh, wrt, config.seed)
 
     def place_tables(self, tables: Mapping[str, np.ndarray]) -> None:
         """Chooses the input path (``config.device_tables``; after the state is placed, so
@@ -133,11 +143,10 @@ class Trainer:
     def global_batch(self, local: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
         return mesh_lib.global_batch(local, self.mesh)
 
-    def step(self, batch: Mapping[str, jax.Array], step: int) -> dict[str, jax.Array]:
-        """Trains one step on a global batch (``global_batch``); ``step`` seeds its key."""
-        self.state, metrics = self.train_step(
-            self.state, batch, jax.random.fold_in(self.base_key, step), self.tables
-        )
+    def step(self, batch: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
+        """Trains one step on a global batch (``global_batch``); its key is ``step_key``
+        of the steps done, so a resumed run draws the keys an unbroken one would."""
+        self.state, metrics = self.train_step(self.state, batch, self.tables)
         return metrics
 
     def sync_objects(self) -> None:
