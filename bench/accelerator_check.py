@@ -25,8 +25,9 @@ temporary file renamed over it; ``"complete": false`` until the end). Rows:
   paper-scale I2CE step at batch 1,024, its readout and decoder GRU alone against the
   whole step, in both dtypes; each ``config.model`` lever alone against the shipped
   step (logits in bfloat16, the decoder unrolled 2, 4 or 20 steps; ratio, median of
-  3 alternating rounds); and per model at batch 128, the step with its key made inside
-  against the same step plus the host ``fold_in`` it used to need.
+  3 alternating rounds); per model at batch 128, the step with its key made inside
+  against the same step plus the host ``fold_in`` it used to need; and a batch of 1,024
+  placed on the device in one call against a call per array.
 - **PyTorch twins** (bench/accelerator_twins.py): I2CE at paper scale, VTFN-GRU and
   VTFN-BOW at batch 128 and 1,024, float32: the JAX step's examples/s against its
   twin's (bench/torch_reference.py, on CUDA where torch sees a GPU), in 5 alternating
@@ -133,6 +134,7 @@ ESTIMATES = {
     "parts": 8.0,
     "lever": 8.0,
     "host key": 4.0,
+    "placement": 3.0,
     "twin": 8.0,
     "input": 12.0,
     "scoring": 15.0,

@@ -3,7 +3,7 @@
 One row per measurement, each checked against the budget on its own: the paper-scale
 I2CE step's parts in bfloat16 and float32, then each model lever alone against the
 shipped step (bfloat16 first: the logits, the decoder unrolled), then what making the
-key in the step gained per model. A lever row recompiles the shipped step beside its
+key in the step gained per model, and a batch placed in one call against one per array. A lever row recompiles the shipped step beside its
 own, which the persistent compilation cache turns into a load after the batch sweep.
 """
 
@@ -20,13 +20,16 @@ from bench.accelerator_training import Scale
 class LeverSizes:
     batch: int  # the I2CE step's, for the parts and the levers
     key_batch: int  # the host-key rows' (small: a short step shows the host's cost)
+    input_batch: int  # the placement row's
     steps: int
     key_steps: int
     rounds: int
 
 
-FULL_LEVERS = LeverSizes(batch=1024, key_batch=128, steps=10, key_steps=50, rounds=3)
-TOY_LEVERS = LeverSizes(batch=8, key_batch=8, steps=2, key_steps=5, rounds=2)
+FULL_LEVERS = LeverSizes(
+    batch=1024, key_batch=128, input_batch=1024, steps=10, key_steps=50, rounds=3
+)
+TOY_LEVERS = LeverSizes(batch=8, key_batch=8, input_batch=8, steps=2, key_steps=5, rounds=2)
 # (dtype, lever) in priority order; the unrolled decoder fully is scale.tokens steps.
 LEVER_ROWS = (
     ("bfloat16", "logits in bfloat16"),
@@ -74,8 +77,20 @@ def _host_key_row(scale: Scale, sizes: LeverSizes, model: str) -> dict:
     }
 
 
+def _placement_row(scale: Scale, sizes: LeverSizes) -> dict:
+    rows = step_levers.measure_placement(scale, sizes.input_batch, sizes.key_steps, sizes.rounds)
+    return {
+        "placement": rows,
+        "note": ", ".join(
+            f"{r['batch_of']}: {r['us_one_call']:,.0f} µs in one call, "
+            f"{r['us_per_array']:,.0f} µs a call per array"
+            for r in rows
+        ),
+    }
+
+
 def levers(rec: Recorder, scale: Scale, toy: bool, share: float) -> None:
-    """The parts, the model levers and the host-key rows, each ending by ``share``."""
+    """The parts, the model levers, the host-key and placement rows, each ending by ``share``."""
     sizes = TOY_LEVERS if toy else FULL_LEVERS
     for dtype in ("bfloat16", "float32"):
         rec.row(
@@ -104,3 +119,11 @@ def levers(rec: Recorder, scale: Scale, toy: bool, share: float) -> None:
             share=share,
             batch=sizes.key_batch,
         )
+    rec.row(
+        "batch placement",
+        "float32",
+        lambda: _placement_row(scale, sizes),
+        kind="placement",
+        share=share,
+        batch=sizes.input_batch,
+    )

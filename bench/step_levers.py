@@ -1,11 +1,11 @@
 """Issue 48 §2: where the paper-scale I2CE step spends its time, and each lever on it alone.
 
     python bench/step_levers.py [--batch 128] [--rounds 5] [--steps 2] [--toy]
-                                [--dtypes float32 bfloat16] [--out FILE]
+                                [--dtypes float32 bfloat16] [--sections ...] [--out FILE]
 
 Runs on whatever ``jax.devices()`` gives (bench/accelerator_check.py runs the same rows
-on an accelerator). Prints three tables and writes ``bench/results/step_levers.json``
-(not with ``--toy``):
+on an accelerator). Prints a table per section, writes ``bench/results/step_levers.json``
+after each and, at the end, bench/RESULTS.md's section (neither with ``--toy``):
 
 - **parts**: the readout (vocabulary product and NLL) and the decoder GRU (its masked
   scan), each alone, forward and backward, on activations shaped like the step's, and
@@ -19,7 +19,10 @@ on an accelerator). Prints three tables and writes ``bench/results/step_levers.j
 - **host key**: each model's ``Trainer.step`` (the loss's key made inside the compiled
   step, capsim.train.trainer.step_key) against the same step plus the
   ``jax.random.fold_in`` on the host that made the key before: what that host round
-  trip cost per step.
+  trip cost per step. At test sizes, where the step is as short as a GPU's.
+- **placement**: a batch put on the devices by capsim.mesh.global_batch, every array in
+  one call, against a call per array as before, at ``--input_batch``: I2CE's batch and
+  VTFN-GRU's on both input paths (µs a batch, the gain).
 
 Each variant is compiled and run once before the clock starts.
 """
@@ -53,6 +56,7 @@ from bench.accelerator_training import (
     placed_batch,
 )
 from bench.harness import load_average, machine_facts, ratio_summary, time_rounds
+from capsim import mesh as mesh_lib
 from capsim.recurrence import scan_rnn
 from capsim.train import Trainer
 from i2ce_jax import model as i2ce_model
@@ -249,6 +253,60 @@ def measure_host_key(
     }
 
 
+# --------------------------------------------------------------------------- placement
+def placement_batches(scale: Scale, batch: int) -> dict[str, dict[str, np.ndarray]]:
+    """Host batches as the trainings build them: I2CE's, and VTFN-GRU's on each input path
+    (capsim.data.device_tables: image rows on the device path, the features on the host's)."""
+    i2ce = i2ce_case(scale, "float32", batch).batches[0]
+    vtfn = CASES["VTFN-GRU"](scale, "float32", batch).batches[0]
+    rows = {k: v for k, v in vtfn.items() if k != "features"}
+    rows["features_rows"] = np.arange(batch, dtype=np.int32)
+    return {"I2CE": i2ce, "VTFN-GRU, device tables": rows, "VTFN-GRU, host gather": vtfn}
+
+
+def measure_placement(scale: Scale, batch: int, repeats: int, rounds: int) -> list[dict]:
+    """capsim.mesh.global_batch (every array in one call) against one call per array, as
+    it placed them before: microseconds a batch, and the gain."""
+    mesh = mesh_lib.make_data_mesh()
+    sharding = mesh_lib.data_sharding(mesh)
+    rows = []
+    for name, local in placement_batches(scale, batch).items():
+        share = {k: v[jax.process_index() :: jax.process_count()] for k, v in local.items()}
+
+        def one_call(_: int, local=share) -> None:
+            jax.block_until_ready([mesh_lib.global_batch(local, mesh) for _ in range(repeats)])
+
+        def per_array(_: int, local=share) -> None:
+            jax.block_until_ready(
+                [
+                    {
+                        k: jax.make_array_from_process_local_data(sharding, v)
+                        for k, v in local.items()
+                    }
+                    for _ in range(repeats)
+                ]
+            )
+
+        runners = {"one call": one_call, "per array": per_array}
+        for run in runners.values():
+            run(0)
+        load = load_average()
+        seconds = time_rounds(runners, rounds)
+        rows.append(
+            {
+                "batch_of": name,
+                "batch": batch,
+                "arrays": len(local),
+                "megabytes": sum(v.nbytes for v in local.values()) / 1e6,
+                "us_one_call": float(np.median(seconds["one call"])) / repeats * 1e6,
+                "us_per_array": float(np.median(seconds["per array"])) / repeats * 1e6,
+                **ratio_summary(seconds["one call"], seconds["per array"]),
+                "load_average": [load, load_average()],
+            }
+        )
+    return rows
+
+
 # --------------------------------------------------------------------------- tables
 def _table(header: list[str], rows: list[list[str]]) -> str:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -282,6 +340,24 @@ def levers_table(rows: list[dict]) -> str:
     )
 
 
+def placement_table(rows: list[dict]) -> str:
+    return _table(
+        ["batch of", "batch", "arrays", "MB", "µs, one call", "µs, a call per array", "gain"],
+        [
+            [
+                r["batch_of"],
+                str(r["batch"]),
+                str(r["arrays"]),
+                f"{r['megabytes']:.2f}",
+                f"{r['us_one_call']:,.0f}",
+                f"{r['us_per_array']:,.0f}",
+                f"{r['ratio_median']:.2f} ({r['ratio_min']:.2f}-{r['ratio_max']:.2f})",
+            ]
+            for r in rows
+        ],
+    )
+
+
 def host_key_table(rows: list[dict]) -> str:
     return _table(
         ["model", "sizes", "µs/step, key in step", "µs/step, key on host", "gain (min-max)"],
@@ -298,7 +374,7 @@ def host_key_table(rows: list[dict]) -> str:
     )
 
 
-SECTIONS = ("parts", "levers", "host_key")
+SECTIONS = ("parts", "levers", "host_key", "placement")
 RESULTS_TITLE = "## Step levers (issue 48 §2)"
 
 
@@ -325,6 +401,14 @@ def results_section(result: Mapping) -> str:
     if "levers" in result:
         lines += ["Each lever alone against the shipped step:", "", levers_table(result["levers"])]
         lines.append("")
+    if "placement" in result:
+        lines += [
+            f"A batch placed on the devices in one call or a call per array "
+            f"({args['key_steps']} batches a round):",
+            "",
+            placement_table(result["placement"]),
+            "",
+        ]
     if "host_key" in result:
         lines += [
             f"The loss's key made in the step against the host (test sizes, "
@@ -343,6 +427,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--steps", type=int, default=2, help="steps per round per side")
     parser.add_argument("--key_steps", type=int, default=100, help="host-key rows: steps/round")
     parser.add_argument("--rounds", type=int, default=5, help="alternating rounds")
+    parser.add_argument("--input_batch", type=int, default=1024, help="placement rows' batch")
     parser.add_argument("--dtypes", nargs="+", default=["float32", "bfloat16"])
     parser.add_argument("--sections", nargs="+", choices=SECTIONS, default=list(SECTIONS))
     parser.add_argument("--toy", action="store_true", help="tiny sizes (tests); writes nothing")
@@ -374,6 +459,10 @@ def main(argv: list[str] | None = None) -> dict:
             ],
             host_key_table,
         ),
+        "placement": (
+            lambda: measure_placement(scale, args.input_batch, args.key_steps, args.rounds),
+            placement_table,
+        ),
     }
     timing = (args.batch, args.steps, args.rounds)
     for name in args.sections:
@@ -383,7 +472,7 @@ def main(argv: list[str] | None = None) -> dict:
         if not args.toy:  # after each section, so a stopped run keeps what it measured
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(result, indent=1) + "\n")
-    if not args.toy:
+    if not args.toy and args.out == OUT:  # another --out is a trial: RESULTS.md stays
         harness.update_section(RESULTS_TITLE, results_section(result))
         print(f"wrote {args.out} and bench/RESULTS.md's section {RESULTS_TITLE!r}")
     return result

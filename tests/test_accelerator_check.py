@@ -79,13 +79,17 @@ def test_toy_run_prints_each_row_and_writes_every_row(toy_run):
     levers = {("I2CE paper scale parts", d, 8) for d in accelerator_check.DTYPES}
     levers |= {(f"I2CE lever: {name}", d, 8) for d, name in accelerator_levers.LEVER_ROWS}
     levers |= {(f"{name} host key", "float32", 8) for name in TWINS}
+    levers.add(("batch placement", "float32", 8))
     assert set(rows) == (
         sweep | summaries | levers | twins | inputs | {("I2CE scoring", "float32", None)}
     )
     for key in levers:
         row = rows[key]
         assert row["status"] == "ok", row
-        assert row["throughput" if "parts" in key[0] else "ratio_median"] > 0
+        if key[0] == "batch placement":
+            assert all(r["ratio_median"] > 0 for r in row["placement"]), row
+        else:
+            assert row["throughput" if "parts" in key[0] else "ratio_median"] > 0
     assert "lever/shipped" in stdout and "key in step/on host" in stdout
     if HAS_TORCH:  # VTFN-GRU and VTFN-BOW on device tables, I2CE, VTFN-BOW on the host
         assert len(inputs) == 4, inputs

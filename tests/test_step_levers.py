@@ -9,7 +9,8 @@ from bench import step_levers
 
 @pytest.fixture(scope="module")
 def toy_run():
-    return step_levers.main(["--toy", "--batch", "8", "--rounds", "2", "--key_steps", "5"])
+    argv = ["--toy", "--batch", "8", "--rounds", "2", "--key_steps", "5", "--input_batch", "16"]
+    return step_levers.main(argv)
 
 
 def test_parts_share_the_step_and_name_both_dtypes(toy_run):
@@ -47,6 +48,23 @@ def test_the_host_key_rows_cover_every_case(toy_run):
         assert row["step_us_key_in_step"] > 0 and row["step_us_key_on_host"] > 0
 
 
+def test_placement_rows_time_each_input_path(toy_run):
+    rows = toy_run["placement"]
+    assert [r["batch_of"] for r in rows] == [
+        "I2CE",
+        "VTFN-GRU, device tables",
+        "VTFN-GRU, host gather",
+    ]
+    assert [r["arrays"] for r in rows] == [3, 4, 4]
+    by_name = {r["batch_of"]: r for r in rows}  # image rows instead of features: smaller
+    assert (
+        by_name["VTFN-GRU, device tables"]["megabytes"]
+        < by_name["VTFN-GRU, host gather"]["megabytes"]
+    )
+    for row in rows:
+        assert row["batch"] == 16 and row["us_one_call"] > 0 and row["us_per_array"] > 0
+
+
 def test_tables_print_one_row_per_measurement(toy_run):
     assert step_levers.levers_table(toy_run["levers"]).count("\n") == len(toy_run["levers"]) + 1
     assert "share of the step" in step_levers.parts_table(toy_run["parts"])
@@ -60,5 +78,6 @@ def test_the_results_section_holds_every_table_and_the_command(toy_run):
         step_levers.parts_table(toy_run["parts"]),
         step_levers.levers_table(toy_run["levers"]),
         step_levers.host_key_table(toy_run["host_key"]),
+        step_levers.placement_table(toy_run["placement"]),
     ):
         assert table in section
