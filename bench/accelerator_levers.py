@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from bench import step_levers
+from bench import step_host, step_levers
 from bench.accelerator_rows import Recorder
-from bench.accelerator_training import Scale
+from bench.accelerator_training import CASES, Scale
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +68,7 @@ def _lever_row(scale: Scale, sizes: LeverSizes, dtype: str, lever: str) -> dict:
 
 
 def _host_key_row(scale: Scale, sizes: LeverSizes, model: str) -> dict:
-    row = step_levers.measure_host_key(scale, model, sizes.key_batch, sizes.key_steps, sizes.rounds)
+    row = step_host.measure_host_key(scale, model, sizes.key_batch, sizes.key_steps, sizes.rounds)
     return {
         **row,
         "ratio_of": "key in step/on host",
@@ -78,7 +78,7 @@ def _host_key_row(scale: Scale, sizes: LeverSizes, model: str) -> dict:
 
 
 def _placement_row(scale: Scale, sizes: LeverSizes) -> dict:
-    rows = step_levers.measure_placement(scale, sizes.input_batch, sizes.key_steps, sizes.rounds)
+    rows = step_host.measure_placement(scale, sizes.input_batch, sizes.key_steps, sizes.rounds)
     return {
         "placement": rows,
         "note": ", ".join(
@@ -110,7 +110,7 @@ def levers(rec: Recorder, scale: Scale, toy: bool, share: float) -> None:
             share=share,
             batch=sizes.batch,
         )
-    for model in step_levers.CASES:
+    for model in CASES:
         rec.row(
             f"{model} host key",
             "float32",

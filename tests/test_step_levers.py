@@ -1,10 +1,10 @@
-"""bench/step_levers.py (issue 48 §2) at test sizes: its three tables and what they hold."""
+"""bench/step_levers.py and bench/step_host.py (issue 48 §2) at test sizes: each table and its rows."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench import step_levers
+from bench import step_host, step_levers
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +43,7 @@ def test_each_lever_is_timed_against_the_shipped_step_and_keeps_its_loss(toy_run
 
 def test_the_host_key_rows_cover_every_case(toy_run):
     rows = toy_run["host_key"]
-    assert [r["model"] for r in rows] == list(step_levers.CASES)
+    assert [r["model"] for r in rows] == list(step_host.CASES)
     for row in rows:
         assert row["step_us_key_in_step"] > 0 and row["step_us_key_on_host"] > 0
 
@@ -77,7 +77,7 @@ def test_the_results_section_holds_every_table_and_the_command(toy_run):
     for table in (
         step_levers.parts_table(toy_run["parts"]),
         step_levers.levers_table(toy_run["levers"]),
-        step_levers.host_key_table(toy_run["host_key"]),
-        step_levers.placement_table(toy_run["placement"]),
+        step_host.host_key_table(toy_run["host_key"]),
+        step_host.placement_table(toy_run["placement"]),
     ):
         assert table in section
