@@ -230,3 +230,29 @@ def test_input_wait_rows_time_the_loop_against_its_step_on_each_path(tmp_path, m
     saved = json.loads((tmp_path / "input_wait.json").read_text())
     assert [r["name"] for r in saved] == ["VTFN-BOW", "VTFN-BOW", "I2CE"]
     assert "## Input wait\n" in (tmp_path / "RESULTS.md").read_text()
+
+
+def test_two_commits_are_compared_by_their_median_ratios():
+    from bench import throughput_commits
+
+    runs = [
+        {"model": "VTFN-BOW", "commit": "old", "ratio_median": 1.0},
+        {"model": "VTFN-BOW", "commit": "new", "ratio_median": 1.3},
+        {"model": "VTFN-BOW", "commit": "new", "ratio_median": 1.1},
+        {"model": "VTFN-BOW", "commit": "old", "ratio_median": 1.2},
+        {"model": "I2CE-default", "commit": "old", "ratio_median": 2.0},
+        {"model": "I2CE-default", "commit": "new", "ratio_median": 1.0},
+    ]
+    rows = throughput_commits.compare(runs, head="new", ref="old")
+    assert [row["model"] for row in rows] == ["VTFN-BOW", "I2CE-default"]
+    assert rows[0]["JAX/PyTorch at old"] == "1.00, 1.20"
+    assert rows[0]["JAX/PyTorch at new"] == "1.30, 1.10"
+    assert rows[0]["new / old"] == "1.09"  # 1.2 / 1.1
+    assert rows[1]["new / old"] == "0.50"
+
+
+def test_a_row_that_fails_in_its_checkout_says_which(tmp_path):
+    from bench import throughput_commits
+
+    with pytest.raises(RuntimeError, match=r"no-such-model in .* failed"):
+        throughput_commits.measure(tmp_path, "no-such-model", steps=1, rounds=1)
