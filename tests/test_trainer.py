@@ -302,6 +302,8 @@ def test_workdir_of_another_model_is_refused_unless_allowed(tmp_path):
     moved = ml_collections.ConfigDict(config.to_dict())
     moved.data.data_dir = "/elsewhere"  # data may move: not a different model
     moved.model.dtype = "bfloat16"  # compute dtype: the float32 checkpoints still fit
+    moved.model.logits_dtype = "bfloat16"  # I2CE's step levers, new since some workdirs
+    moved.model.decoder_unroll = 4
     check_workdir(moved, tmp_path)
     other = ml_collections.ConfigDict(config.to_dict())
     other.model.hidden_dim = 16

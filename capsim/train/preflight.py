@@ -12,10 +12,12 @@ from capsim.errors import CapsimError
 from capsim.train.lock import check_workdir_free
 from capsim.workdir import CONFIG_FILE, upgraded
 
-# Config subtrees that shape the model or its vocabulary. The data may move and
-# the compute dtype may change (parameters are float32 either way).
+# Config subtrees that shape the model or its vocabulary. The data may move, and how
+# the step computes may change: the compute dtype (parameters are float32 either way),
+# I2CE's logits dtype and its decoder's unrolling (i2ce_jax.model; workdirs written
+# before those keys lack them).
 MODEL_DEFINING = ("model", "data")
-MOVABLE_KEYS = ("data.data_dir", "model.dtype")
+MOVABLE_KEYS = ("data.data_dir", "model.dtype", "model.logits_dtype", "model.decoder_unroll")
 
 
 def _flat(tree: object, prefix: str = "") -> dict[str, object]:
