@@ -249,6 +249,24 @@ SECTIONS = ("parts", "levers", "host_key", "placement")
 RESULTS_TITLE = "## Step levers (issue 48 §2)"
 
 
+def section_tables(key_steps: int) -> dict[str, tuple[str, Callable[[list[dict]], str]]]:
+    """Per section, in SECTIONS' order: its title in RESULTS.md and its table."""
+    return {
+        "parts": ("Where the step's time goes:", parts_table),
+        "levers": ("Each lever alone against the shipped step:", levers_table),
+        "host_key": (
+            f"The loss's key made in the step against the host (test sizes, {key_steps} "
+            "steps a round):",
+            host_key_table,
+        ),
+        "placement": (
+            f"A batch placed on the devices in one call or a call per array ({key_steps} "
+            "batches a round):",
+            placement_table,
+        ),
+    }
+
+
 def results_section(result: Mapping) -> str:
     """bench/RESULTS.md's section for a run's ``result`` (the JSON this script writes)."""
     args = result["args"]
@@ -267,27 +285,9 @@ def results_section(result: Mapping) -> str:
         f"{args['rounds']} alternating rounds; ratios are medians (min-max) of the rounds.",
         "",
     ]
-    if "parts" in result:
-        lines += ["Where the step's time goes:", "", parts_table(result["parts"]), ""]
-    if "levers" in result:
-        lines += ["Each lever alone against the shipped step:", "", levers_table(result["levers"])]
-        lines.append("")
-    if "placement" in result:
-        lines += [
-            f"A batch placed on the devices in one call or a call per array "
-            f"({args['key_steps']} batches a round):",
-            "",
-            placement_table(result["placement"]),
-            "",
-        ]
-    if "host_key" in result:
-        lines += [
-            f"The loss's key made in the step against the host (test sizes, "
-            f"{args['key_steps']} steps a round):",
-            "",
-            host_key_table(result["host_key"]),
-            "",
-        ]
+    for name, (title, table) in section_tables(args["key_steps"]).items():
+        if name in result:
+            lines += [title, "", table(result[name]), ""]
     return "\n".join(lines)
 
 
@@ -311,35 +311,24 @@ def main(argv: list[str] | None = None) -> dict:
         "args": {**vars(args), "out": str(args.out)},
     }
 
-    # Each section: its rows, and its table. The host-key rows run at test sizes: a step as
-    # short as a GPU's shows what the host adds to it, which a CPU step at paper scale (2-90
-    # ms at batch 8) hides.
-    sections = {
-        "parts": (
-            lambda: [r for d in args.dtypes for r in measure_parts(scale, d, *timing)],
-            parts_table,
-        ),
-        "levers": (
-            lambda: [r for d in args.dtypes for r in measure_levers(scale, d, *timing)],
-            levers_table,
-        ),
-        "host_key": (
-            lambda: [
-                measure_host_key(TOY, name, args.key_batch, args.key_steps, args.rounds)
-                for name in CASES
-            ],
-            host_key_table,
-        ),
-        "placement": (
-            lambda: measure_placement(scale, args.input_batch, args.key_steps, args.rounds),
-            placement_table,
+    timing = (args.batch, args.steps, args.rounds)
+    # The host-key rows run at test sizes: a step as short as a GPU's shows what the host
+    # adds to it, which a CPU step at paper scale (2-90 ms at batch 8) hides.
+    measures = {
+        "parts": lambda: [r for d in args.dtypes for r in measure_parts(scale, d, *timing)],
+        "levers": lambda: [r for d in args.dtypes for r in measure_levers(scale, d, *timing)],
+        "host_key": lambda: [
+            measure_host_key(TOY, name, args.key_batch, args.key_steps, args.rounds)
+            for name in CASES
+        ],
+        "placement": lambda: measure_placement(
+            scale, args.input_batch, args.key_steps, args.rounds
         ),
     }
-    timing = (args.batch, args.steps, args.rounds)
+    tables = section_tables(args.key_steps)
     for name in args.sections:
-        measure, table = sections[name]
-        result[name] = measure()
-        print(table(result[name]), end="\n\n", flush=True)
+        result[name] = measures[name]()
+        print(tables[name][1](result[name]), end="\n\n", flush=True)
         if not args.toy:  # after each section, so a stopped run keeps what it measured
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(json.dumps(result, indent=1) + "\n")
