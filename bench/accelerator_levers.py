@@ -3,8 +3,9 @@
 One row per measurement, each checked against the budget on its own: the paper-scale
 I2CE step's parts in bfloat16 and float32, then each model lever alone against the
 shipped step (bfloat16 first: the logits, the decoder unrolled), then what making the
-key in the step gained per model, and a batch placed in one call against one per array. A lever row recompiles the shipped step beside its
-own, which the persistent compilation cache turns into a load after the batch sweep.
+key in the step gained per model (bench/step_host.py), and a batch placed in one call
+against one per array. A lever row recompiles the shipped step beside its own, which
+the persistent compilation cache turns into a load after the batch sweep.
 """
 
 from __future__ import annotations
