@@ -243,10 +243,15 @@ def xla_flops(compiled: jax.stages.Compiled) -> float | None:
     return float(cost["flops"]) if cost and "flops" in cost else None
 
 
-def placed_batch(trainer: Trainer, batch: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
-    """A case's batch as the step's global batch: this process holds every process_count-th row."""
+def process_rows(batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """This process's rows of a case's batch: every process_count-th one."""
     share = slice(jax.process_index(), None, jax.process_count())
-    return trainer.global_batch({k: v[share] for k, v in batch.items()})
+    return {k: v[share] for k, v in batch.items()}
+
+
+def placed_batch(trainer: Trainer, batch: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
+    """A case's batch as the step's global batch (``process_rows`` on each process)."""
+    return trainer.global_batch(process_rows(batch))
 
 
 @dataclasses.dataclass

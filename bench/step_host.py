@@ -14,7 +14,7 @@ from collections.abc import Callable
 import jax
 import numpy as np
 
-from bench.accelerator_training import CASES, Scale, i2ce_case, placed_batch
+from bench.accelerator_training import CASES, Scale, i2ce_case, placed_batch, process_rows
 from bench.harness import load_average, ratio_summary, time_rounds
 from capsim import mesh as mesh_lib
 from capsim.train import Trainer
@@ -83,7 +83,7 @@ def measure_placement(scale: Scale, batch: int, repeats: int, rounds: int) -> li
     sharding = mesh_lib.data_sharding(mesh)
     rows = []
     for name, local in placement_batches(scale, batch).items():
-        share = {k: v[jax.process_index() :: jax.process_count()] for k, v in local.items()}
+        share = process_rows(local)
 
         def one_call(_: int, local=share) -> None:
             jax.block_until_ready([mesh_lib.global_batch(local, mesh) for _ in range(repeats)])
