@@ -117,7 +117,7 @@ def _weighted_pearson(x: np.ndarray, y: np.ndarray, weights: np.ndarray) -> floa
 
 
 @numba.njit(cache=True, nogil=True)
-def _row_statistics(
+def row_statistics_kernel(
     metric: np.ndarray,
     human: np.ndarray,
     order: np.ndarray,
@@ -178,7 +178,7 @@ def _resampled_row_statistics(
 ) -> np.ndarray:
     out = np.empty((weights.shape[0], 4))
     for r in numba.prange(weights.shape[0]):
-        out[r] = _row_statistics(
+        out[r] = row_statistics_kernel(
             metric, human, order, human_starts, metric_rank, human_rank, weights[r]
         )
     return out
