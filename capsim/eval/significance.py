@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable, Mapping, Sequence
 
 import numba
@@ -155,6 +156,14 @@ def row_statistic(human: np.ndarray, name: str, weights: np.ndarray | None = Non
     return statistic
 
 
+def _members(group_of_row: np.ndarray) -> list[np.ndarray]:
+    """The rows of each group, groups in increasing order."""
+    group_of_row = np.asarray(group_of_row)
+    order = np.argsort(group_of_row, kind="stable")
+    bounds = np.flatnonzero(np.diff(np.r_[-1, group_of_row[order], -1]))
+    return [order[start:end] for start, end in itertools.pairwise(bounds)]
+
+
 def grouped_correlation(
     metric: np.ndarray, human: np.ndarray, group_of_row: np.ndarray, name: str
 ) -> float:
@@ -162,11 +171,8 @@ def grouped_correlation(
     defined (a group whose metric or humans are constant is left out); NaN when none is."""
     metric, human = np.asarray(metric, np.float64), np.asarray(human, np.float64)
     column = meta.ROW_STATISTICS.index(name)
-    order = np.argsort(group_of_row, kind="stable")
-    bounds = np.flatnonzero(np.diff(np.r_[-1, np.asarray(group_of_row)[order], -1]))
     values = []
-    for start, end in zip(bounds[:-1], bounds[1:], strict=True):
-        rows = order[start:end]
+    for rows in _members(group_of_row):
         if rows.size < 2:
             continue
         ranked = meta.RankedRows.of(metric[rows], human[rows])
@@ -188,15 +194,13 @@ class TieCalibrated:
 def _pairs_within(group_of_item: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(first item, second item, weight) of every pair within a group; each group's pairs
     weigh 1 / (its pairs × groups with pairs), so the accuracy is the mean over groups."""
-    order = np.argsort(group_of_item, kind="stable")
-    bounds = np.flatnonzero(np.diff(np.r_[-1, np.asarray(group_of_item)[order], -1]))
     firsts, seconds, weights = [], [], []
-    for start, end in zip(bounds[:-1], bounds[1:], strict=True):
-        if end - start < 2:
+    for items in _members(group_of_item):
+        if items.size < 2:
             continue
-        i, j = np.triu_indices(end - start, 1)
-        firsts.append(order[start + i])
-        seconds.append(order[start + j])
+        i, j = np.triu_indices(items.size, 1)
+        firsts.append(items[i])
+        seconds.append(items[j])
         weights.append(np.full(i.size, 1.0 / i.size))
     if not firsts:
         raise ValueError("no group holds two items: there is no pair to compare")
@@ -217,7 +221,12 @@ def tie_calibrated_accuracy(
     human_tie = human[i] == human[j]
     concordant = np.sign(metric[i] - metric[j]) * np.sign(human[i] - human[j]) > 0
     order = np.argsort(gap, kind="stable")
-    gap, human_tie, concordant, weight = gap[order], human_tie[order], concordant[order], weight[order]
+    gap, human_tie, concordant, weight = (
+        gap[order],
+        human_tie[order],
+        concordant[order],
+        weight[order],
+    )
     # Accuracy when every pair up to k is a metric tie: human ties tied so far, plus
     # concordant pairs beyond.
     tied_right = np.cumsum(weight * human_tie)
