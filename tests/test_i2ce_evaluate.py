@@ -13,6 +13,7 @@ from test_judgments import _write_pascal
 from capsim.data.judgments import Judgment, PairJudgment
 from capsim.errors import DataFormatError
 from capsim.eval import judgment_harness as harness
+from capsim.eval import pairwise_sets
 from capsim.eval.judgment_sets import judgment_set, load_set
 from i2ce_jax import evaluate
 
@@ -64,12 +65,12 @@ def test_pascal_accuracy_by_hand():
         PairJudgment("i", "a2", "b2", ("r",), 0.5, "HI"),  # no majority: left out
         PairJudgment("i", "a3", "b3", ("r",), 1.0, "HI"),  # humans: a
     ]
-    pairs = harness.preference_pairs(judgments, num_references=5, seed=0)
+    pairs = pairwise_sets.preference_pairs(judgments, num_references=5, seed=0)
     assert len(pairs.gts["0a"]) == 5 and pairs.gts["0a"] == pairs.gts["0b"]
-    assert pairs.gts["0a"] == harness.preference_pairs(judgments, 5, seed=0).gts["0a"]
+    assert pairs.gts["0a"] == pairwise_sets.preference_pairs(judgments, 5, seed=0).gts["0a"]
     # metric per candidate, in a, b order: right, wrong, (ignored), tie
     scores = {"m": np.array([0.9, 0.1, 0.8, 0.2, 0.5, 0.5, 0.4, 0.4])}
-    report = harness.pascal_report(pairs, scores)[0]["m"]
+    report = pairwise_sets.pascal_report(pairs, scores)[0]["m"]
     assert report == {"HC": 50.0, "HI": 50.0, "mean": 50.0}
 
 

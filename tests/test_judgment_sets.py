@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
+from test_judgment_files import write_caption_pairs, write_judgment_csv
 from test_judgments import _write_pascal
 
 from capsim.data.judgments import Judgment, PairJudgment, read_nebula
@@ -80,6 +81,8 @@ def _fixture(name: str, tmp_path: Path) -> tuple[Path, Path | None]:
         "pascal50s": (_write_pascal(tmp_path), None),
         "composite": (FIXTURES / "composite_8k_correctness.csv", FIXTURES / "Flickr8k.token.txt"),
         "nebula": (_write_nebula(tmp_path), None),
+        "pairs": (write_caption_pairs(tmp_path / "pairs.jsonl"), None),
+        "csv": (write_judgment_csv(tmp_path / "set.csv"), None),
     }
     assert set(fixtures) == set(PUBLISHED_SETS), "each published set needs a fixture here"
     return fixtures[name]
@@ -101,7 +104,8 @@ def test_every_entry_is_complete(name):
     if entry.protocol is JudgmentProtocol.ABSOLUTE:
         assert entry.statistic in harness.STATISTICS
     else:
-        assert entry.statistic == "mean"  # pascal_report's mean accuracy over categories
+        # pascal_report's mean accuracy over categories; a pair set's share of pairs
+        assert entry.statistic == ("mean" if name == "pascal50s" else "accuracy")
     assert (name in PUBLISHED_SETS) == (entry.read is not None)
 
 

@@ -1,7 +1,8 @@
 """PASCAL-50S (Vedantam et al., 2015): caption pairs with human preference votes.
 
-The CIDEr release ships two MATLAB files, ``pair_pascal.mat`` (the pairs and
-their categories) and ``consensus_pascal.mat`` (48 triplet votes per pair).
+The CIDEr release ships the MATLAB files ``pair_pascal.mat`` (the pairs and their
+categories), ``consensus_pascal.mat`` (48 triplet votes per pair) and ``pascal50S.mat``
+(the 50 reference sentences of each of the 1,000 images).
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from capsim.errors import DataFormatError
 
 PASCAL_CATEGORIES = {1: "HC", 2: "HI", 3: "HM", 4: "MM"}
 PASCAL_CONSENSUS_FILE = "consensus_pascal.mat"
+PASCAL_REFERENCES_FILE = "pascal50S.mat"
+PASCAL_PAIRS_FILE = "pair_pascal.mat"
 VOTE_FOR_B = 1  # a triplet's winner field: 1 means its B sentence, -1 its C sentence
 VOTE_FOR_C = -1
 
@@ -99,6 +102,25 @@ def _pascal_votes(
     return preferences, references
 
 
+def read_pascal50s_references(path: str | Path) -> dict[str, tuple[str, ...]]:
+    """``pascal50S.mat``: ``train_sent_final``, per image a struct of ``image`` (its file
+    name or address) and ``sent`` (its 50 sentences), keyed by the image's file name."""
+    references = {}
+    for index, element in enumerate(
+        _load_mat(path, ["train_sent_final"])["train_sent_final"].reshape(-1)
+    ):
+        try:
+            image, sentences = element["image"], element["sent"]
+            name = Path(str(_mat_value(image)).strip()).name
+            texts = tuple(str(_mat_value(s)).strip() for s in np.asarray(sentences).reshape(-1))
+        except (ValueError, KeyError, IndexError) as error:
+            raise DataFormatError(path, f"image {index}: {error}") from error
+        if not name or not texts or not all(texts):
+            raise DataFormatError(path, f"image {index}: no file name or an empty sentence")
+        references[name] = texts
+    return references
+
+
 def read_pascal50s(
     mat_path: str | Path,
     references: Mapping[str, Sequence[str]] | None = None,
@@ -112,8 +134,9 @@ def read_pascal50s(
     two captions' sources, unused here). The human votes live in
     ``consensus_pascal.mat`` (default: beside ``mat_path``): ``triplets``, 48 per
     pair in pair order, each (reference A, sentence B, sentence C, winner) where
-    winner 1 picks B and -1 picks C. References default to the triplets' A
-    sentences; pass ``references`` (image file name -> captions) to override them.
+    winner 1 picks B and -1 picks C. References are ``references`` (image file name ->
+    captions) when given, else the 50 sentences of ``pascal50S.mat`` beside
+    ``mat_path`` when it is there, else the triplets' A sentences.
     """
     mat = _load_mat(mat_path, ["new_input", "category"])
     pairs = []
@@ -134,6 +157,10 @@ def read_pascal50s(
 
     consensus_path = consensus_path or Path(mat_path).with_name(PASCAL_CONSENSUS_FILE)
     preferences, vote_references = _pascal_votes(consensus_path, pairs, mat_path)
+    beside = Path(mat_path).with_name(PASCAL_REFERENCES_FILE)
+    if references is None and beside.exists():
+        references = read_pascal50s_references(beside)
+        pairs = [(Path(image).name, a, b) for image, a, b in pairs]
     judgments = []
     for index, ((image, a, b), category) in enumerate(zip(pairs, categories, strict=True)):
         if references is None:
@@ -141,6 +168,9 @@ def read_pascal50s(
         elif image in references:
             image_refs = tuple(references[image])
         else:
-            raise DataFormatError(mat_path, f"pair {index}: image {image!r} has no references")
+            raise DataFormatError(
+                mat_path,
+                f"pair {index}: image {image!r} has no references ({beside.name} or given)",
+            )
         judgments.append(PairJudgment(image, a, b, image_refs, preferences[index], category))
     return judgments

@@ -21,11 +21,18 @@ from capsim.errors import DataFormatError
 from capsim.eval import meta_statistics as meta
 from capsim.eval.correlation import MIN_SYSTEMS, kendall_tau
 from capsim.eval.judgment_sets import JudgmentProtocol, judgment_set
+from capsim.eval.pairwise_sets import (
+    PASCAL_REFERENCES,
+    PreferencePairs,
+    pair_set_report,
+    pascal_report,
+    preference_pairs,
+)
 from capsim.eval.plugged_metrics import ComputeScore, checked_scores, given_scores
 from capsim.metrics.coco_metrics import compute_caption_metrics
 from capsim.metrics.tokenizer import ptb_tokenize
 
-PERCENT = 100.0
+PERCENT = meta.PERCENT
 
 
 @dataclasses.dataclass
@@ -129,7 +136,10 @@ def score_set(
     ``given[m]`` (row id -> score), in that order, on the set's unique pairs."""
     spec = judgment_set(name)
     if spec.protocol is JudgmentProtocol.PAIRWISE:
-        pairs: JudgedPairs | PreferencePairs = preference_pairs(judgments)
+        every_reference = spec.statistic == PAIR_SET_STATISTIC
+        pairs: JudgedPairs | PreferencePairs = preference_pairs(
+            judgments, None if every_reference else PASCAL_REFERENCES
+        )
         ids = list(pairs.res)
     else:
         missing = next((j for j in judgments if not j.references), None)
@@ -159,33 +169,7 @@ def score_set(
 # --------------------------------------------------------------------------- protocols
 # The names of an absolute set's statistics in its reports; the set's own comes first.
 STATISTICS = meta.ROW_STATISTICS
-PASCAL_REFERENCES = 5  # references sampled per pair, as in the CIDEr paper
-
-
-def _summaries(
-    full: np.ndarray, resampled: np.ndarray | None, columns: Sequence[str], confidence: float
-) -> dict:
-    """column -> value × 100, or {value, ci_low, ci_high} × 100 with resamples."""
-    out = {}
-    for k, column in enumerate(columns):
-        if resampled is None:
-            out[column] = PERCENT * float(full[k])
-        else:
-            low, high = meta.interval(resampled[:, k], confidence)
-            out[column] = {
-                "value": PERCENT * float(full[k]),
-                "ci_low": PERCENT * low,
-                "ci_high": PERCENT * high,
-            }
-    return out
-
-
-def _percent_comparisons(comparisons: dict) -> dict:
-    for others in comparisons.values():
-        for entry in others.values():
-            for key in ("delta", "ci_low", "ci_high"):
-                entry[key] *= PERCENT
-    return comparisons
+PAIR_SET_STATISTIC = "accuracy"  # a generic pair set's statistic (pascal50s has its "mean")
 
 
 def absolute_report(
@@ -217,7 +201,7 @@ def absolute_report(
         rows = meta.RankedRows.of(per_pair[rows_of], pairs.human)
         full = meta.row_statistics(rows, ones)[0][column_of]
         resampled = meta.row_statistics(rows, weights)[:, column_of] if resamples else None
-        report[metric] = _summaries(full, resampled, columns, confidence)
+        report[metric] = meta.percent_summaries(full, resampled, columns, confidence)
         full_statistic[metric] = full[0]
         resampled_statistic[metric] = resampled[:, 0] if resamples else None
         if with_systems:
@@ -225,7 +209,9 @@ def absolute_report(
             system_full = meta.system_statistics(*args, ones)[0]
             system_resampled = meta.system_statistics(*args, weights) if resamples else None
             report[metric].update(
-                _summaries(system_full, system_resampled, meta.SYSTEM_STATISTICS, confidence)
+                meta.percent_summaries(
+                    system_full, system_resampled, meta.SYSTEM_STATISTICS, confidence
+                )
             )
     if not resamples:
         return report, {}
@@ -241,7 +227,7 @@ def absolute_report(
         if a != b
     }
     comparisons = meta.comparisons(full_statistic, resampled_statistic, confidence, williams)
-    return report, _percent_comparisons(comparisons)
+    return report, meta.percent_comparisons(comparisons)
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> float:
@@ -253,74 +239,6 @@ def _pearson(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.corrcoef(x, y)[0, 1])
 
 
-@dataclasses.dataclass
-class PreferencePairs:
-    """PASCAL-50S pairs as pycocoevalcap dicts: keys ``{i}a`` and ``{i}b`` share references."""
-
-    gts: dict[str, list[str]]
-    res: dict[str, list[str]]
-    preference: np.ndarray  # fraction of humans preferring a
-    categories: list[str]
-
-
-def preference_pairs(
-    judgments: Sequence[PairJudgment], num_references: int = PASCAL_REFERENCES, seed: int = 0
-) -> PreferencePairs:
-    """Both candidates of each pair against the same ``num_references`` references,
-    sampled without replacement with a fixed seed (all of them when there are fewer)."""
-    rng = np.random.default_rng(seed)
-    gts, res = {}, {}
-    for i, j in enumerate(judgments):
-        refs = list(j.references)
-        if len(refs) > num_references:
-            refs = [refs[k] for k in sorted(rng.choice(len(refs), num_references, replace=False))]
-        for side, candidate in (("a", j.candidate_a), ("b", j.candidate_b)):
-            gts[f"{i}{side}"], res[f"{i}{side}"] = refs, [candidate]
-    preference = np.array([j.preference for j in judgments], np.float64)
-    return PreferencePairs(gts, res, preference, [j.category for j in judgments])
-
-
-def pascal_report(
-    pairs: PreferencePairs,
-    scores: Mapping[str, np.ndarray],
-    resamples: int = 0,
-    seed: int = 0,
-    confidence: float = meta.DEFAULT_CONFIDENCE,
-) -> tuple[dict[str, dict], dict]:
-    """Accuracy × 100 per category and their mean: the metric agrees with the human
-    majority. With ``resamples``, pairs are resampled within each category.
-
-    Pairs without a majority (exactly half the votes) are left out; a metric tie
-    counts half. ``scores[m]`` is in ``pairs.res`` order (a, b, a, b, ...).
-    """
-    decided = pairs.preference != 0.5
-    human_a = pairs.preference[decided] > 0.5
-    names = sorted({c for c, d in zip(pairs.categories, decided, strict=True) if d})
-    category = np.array(
-        [names.index(c) for c, d in zip(pairs.categories, decided, strict=True) if d]
-    )
-    columns = [*names, "mean"]
-    ones = np.ones(category.size)
-    weights = (
-        meta.image_weights(np.arange(category.size), resamples, seed, category)
-        if resamples
-        else None
-    )
-    report: dict[str, dict] = {}
-    full_mean, resampled_mean = {}, {}
-    for metric, per_candidate in scores.items():
-        a, b = per_candidate[0::2][decided], per_candidate[1::2][decided]
-        agree = np.where(a == b, 0.5, (a > b) == human_a)
-        full = meta.pairwise_accuracy(agree, category, ones)[0]
-        resampled = meta.pairwise_accuracy(agree, category, weights) if resamples else None
-        report[metric] = _summaries(full, resampled, columns, confidence)
-        full_mean[metric] = full[-1]
-        resampled_mean[metric] = resampled[:, -1] if resamples else None
-    if not resamples:
-        return report, {}
-    return report, _percent_comparisons(meta.comparisons(full_mean, resampled_mean, confidence))
-
-
 def set_report(
     scored: ScoredSet, resamples: int = 0, seed: int = 0, confidence: float = 0.95
 ) -> tuple[dict[str, dict], dict]:
@@ -330,6 +248,8 @@ def set_report(
         raise ValueError(f"resamples must be >= 0, got {resamples}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if judgment_set(scored.name).statistic == PAIR_SET_STATISTIC:
+        return pair_set_report(scored.pairs, scored.scores, resamples, seed, confidence)
     if isinstance(scored.pairs, PreferencePairs):
         return pascal_report(scored.pairs, scored.scores, resamples, seed, confidence)
     return absolute_report(scored.name, scored.pairs, scored.scores, resamples, seed, confidence)

@@ -14,10 +14,11 @@ import enum
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from capsim.data import judgment_files
 from capsim.data import judgments as judgment_readers
 from capsim.data.captions import read_flickr8k_tokens, read_references_json, split_flickr8k_id
 from capsim.data.judgments import Judgment, PairJudgment
-from capsim.data.pascal50s import read_pascal50s
+from capsim.data.pascal50s import PASCAL_PAIRS_FILE, read_pascal50s
 from capsim.errors import DataFormatError
 
 References = Mapping[str, list[str]]  # image id -> reference captions
@@ -62,11 +63,38 @@ def _candidate(judgment: Judgment) -> str:
     return str(judgment.candidate_id)
 
 
-def _read_flickr8k_expert(folder: Path, references: References | None) -> list[Judgment]:
-    del references  # the token file beside the ratings holds them
+def _read_flickr8k_expert(path: Path, references: References | None) -> list[Judgment]:
+    del references  # the token file beside the ratings, or the JSON, holds them
+    if path.is_file():
+        return judgment_files.read_flickr8k_expert_json(path)
     return judgment_readers.read_flickr8k_expert(
-        folder / "ExpertAnnotations.txt", folder / "Flickr8k.token.txt"
+        path / "ExpertAnnotations.txt", path / "Flickr8k.token.txt"
     )
+
+
+def _read_pascal50s(path: Path, references: References | None) -> list[PairJudgment]:
+    if path.is_dir():
+        path = path / PASCAL_PAIRS_FILE
+    if path.suffix == ".json":
+        return judgment_files.read_pascal50s_json(path)
+    return read_pascal50s(path, references)
+
+
+def pascal50s_labels(path: str | Path) -> str:
+    """Which human labels a PASCAL-50S path brings: the JSON's or the MATLAB votes."""
+    if Path(path).suffix == ".json":
+        return "the JSON file's label field (one preferred caption a pair)"
+    return "the majority of the 48 votes a pair in consensus_pascal.mat (ties left out)"
+
+
+def _read_pairs(path: Path, references: References | None) -> list[PairJudgment]:
+    del references  # each row holds its own
+    return judgment_files.read_caption_pairs(path)
+
+
+def _read_csv(path: Path, references: References | None) -> list[Judgment]:
+    del references  # each row holds its own
+    return judgment_files.read_judgment_csv(path)
 
 
 def _read_flickr8k_cf(folder: Path, references: References | None) -> list[Judgment]:
@@ -99,7 +127,7 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
         # Kendall τc over the three experts' rating rows (the CLIPScore protocol).
         JudgmentSet(
             name="flickr8k_expert",
-            path="a folder with ExpertAnnotations.txt and Flickr8k.token.txt",
+            path="a folder with ExpertAnnotations.txt and Flickr8k.token.txt, or flickr8k.json",
             read=_read_flickr8k_expert,
             statistic="tau_c",
             protocol=JudgmentProtocol.ABSOLUTE,
@@ -129,8 +157,8 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
         # Accuracy against the human majority, per category (HC/HI/HM/MM) and their mean.
         JudgmentSet(
             name="pascal50s",
-            path="pair_pascal.mat, with consensus_pascal.mat beside it",
-            read=read_pascal50s,
+            path="pair_pascal.mat with consensus_pascal.mat (pascal50S.mat) beside it, or the JSON",
+            read=_read_pascal50s,
             statistic="mean",
             protocol=JudgmentProtocol.PAIRWISE,
             row_ids='"{PAIR}a" or "{PAIR}b": the pair\'s 0-based position in the file, its side',
@@ -150,6 +178,25 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             name="nebula",
             path="the Nebula JSON file (rows of imgid, mt, refs, score)",
             read=_read_nebula,
+            statistic="tau_c",
+            protocol=JudgmentProtocol.ABSOLUTE,
+            row_ids='"N": the row\'s 0-based position in the file',
+            row_id=_candidate,
+        ),
+        # Share of pairs where the metric scores the better caption above the worse.
+        JudgmentSet(
+            name="pairs",
+            path="JSON (lines) of {references, better, worse[, id, category, image]}",
+            read=_read_pairs,
+            statistic="accuracy",
+            protocol=JudgmentProtocol.PAIRWISE,
+            row_ids='"{PAIR}a" (better) or "{PAIR}b" (worse): the pair\'s 0-based position',
+        ),
+        # A user's own absolute set; Kendall τc over its rows.
+        JudgmentSet(
+            name="csv",
+            path="a CSV with mt, refs and score columns (imgid/img/image groups rows)",
+            read=_read_csv,
             statistic="tau_c",
             protocol=JudgmentProtocol.ABSOLUTE,
             row_ids='"N": the row\'s 0-based position in the file',

@@ -38,6 +38,7 @@ from capsim.metrics import bootstrap
 ROW_STATISTICS = ("tau_c", "tau_b", "spearman", "pearson")
 SYSTEM_STATISTICS = ("system_kendall_tau_b", "system_pearson")
 DEFAULT_CONFIDENCE = 0.95
+PERCENT = 100.0  # reports give every statistic × 100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -323,3 +324,30 @@ def comparisons(
                 entry["p_value_williams"] = williams[metric, other]
             out[metric][other] = entry
     return out
+
+
+def percent_summaries(
+    full: np.ndarray, resampled: np.ndarray | None, columns: Sequence[str], confidence: float
+) -> dict:
+    """column -> value × 100, or {value, ci_low, ci_high} × 100 with resamples."""
+    out = {}
+    for k, column in enumerate(columns):
+        if resampled is None:
+            out[column] = PERCENT * float(full[k])
+        else:
+            low, high = interval(resampled[:, k], confidence)
+            out[column] = {
+                "value": PERCENT * float(full[k]),
+                "ci_low": PERCENT * low,
+                "ci_high": PERCENT * high,
+            }
+    return out
+
+
+def percent_comparisons(comparisons: dict) -> dict:
+    """``comparisons``' differences and intervals × 100, in place."""
+    for others in comparisons.values():
+        for entry in others.values():
+            for key in ("delta", "ci_low", "ci_high"):
+                entry[key] *= PERCENT
+    return comparisons

@@ -1,0 +1,130 @@
+"""The pairwise judgment sets: which of two captions is better, and how often a metric agrees.
+
+PASCAL-50S follows the CIDEr paper: five references sampled per pair, the human
+majority of its votes, a metric tie counted half, accuracy per category (HC, HI, HM,
+MM) and their mean, pairs resampled within each category. A generic pair set (long
+captions, say) is a share of pairs: the metric must score ``better`` above ``worse``
+(a tie counts as wrong), over all pairs and per category, with every reference kept
+and images resampled (pairs that name no image are each their own).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from capsim.data.judgments import PairJudgment
+from capsim.eval import meta_statistics as meta
+
+PASCAL_REFERENCES = 5  # references sampled per pair, as in the CIDEr paper
+
+
+@dataclasses.dataclass
+class PreferencePairs:
+    """PASCAL-50S pairs as pycocoevalcap dicts: keys ``{i}a`` and ``{i}b`` share references."""
+
+    gts: dict[str, list[str]]
+    res: dict[str, list[str]]
+    preference: np.ndarray  # fraction of humans preferring a
+    categories: list[str]
+    images: list[str]
+
+
+def preference_pairs(
+    judgments: Sequence[PairJudgment], num_references: int | None = PASCAL_REFERENCES, seed: int = 0
+) -> PreferencePairs:
+    """Both candidates of each pair against the same ``num_references`` references,
+    sampled without replacement with a fixed seed (all of them when there are fewer, or
+    when ``num_references`` is None)."""
+    rng = np.random.default_rng(seed)
+    gts, res = {}, {}
+    for i, j in enumerate(judgments):
+        refs = list(j.references)
+        if num_references is not None and len(refs) > num_references:
+            refs = [refs[k] for k in sorted(rng.choice(len(refs), num_references, replace=False))]
+        for side, candidate in (("a", j.candidate_a), ("b", j.candidate_b)):
+            gts[f"{i}{side}"], res[f"{i}{side}"] = refs, [candidate]
+    preference = np.array([j.preference for j in judgments], np.float64)
+    categories, images = [j.category for j in judgments], [j.image_id for j in judgments]
+    return PreferencePairs(gts, res, preference, categories, images)
+
+
+def pascal_report(
+    pairs: PreferencePairs,
+    scores: Mapping[str, np.ndarray],
+    resamples: int = 0,
+    seed: int = 0,
+    confidence: float = meta.DEFAULT_CONFIDENCE,
+) -> tuple[dict[str, dict], dict]:
+    """Accuracy × 100 per category and their mean: the metric agrees with the human
+    majority. With ``resamples``, pairs are resampled within each category.
+
+    Pairs without a majority (exactly half the votes) are left out; a metric tie
+    counts half. ``scores[m]`` is in ``pairs.res`` order (a, b, a, b, ...).
+    """
+    decided = pairs.preference != 0.5
+    human_a = pairs.preference[decided] > 0.5
+    names = sorted({c for c, d in zip(pairs.categories, decided, strict=True) if d})
+    category = np.array(
+        [names.index(c) for c, d in zip(pairs.categories, decided, strict=True) if d]
+    )
+    columns = [*names, "mean"]
+    ones = np.ones(category.size)
+    weights = (
+        meta.image_weights(np.arange(category.size), resamples, seed, category)
+        if resamples
+        else None
+    )
+    report: dict[str, dict] = {}
+    full_mean, resampled_mean = {}, {}
+    for metric, per_candidate in scores.items():
+        a, b = per_candidate[0::2][decided], per_candidate[1::2][decided]
+        agree = np.where(a == b, 0.5, (a > b) == human_a)
+        full = meta.pairwise_accuracy(agree, category, ones)[0]
+        resampled = meta.pairwise_accuracy(agree, category, weights) if resamples else None
+        report[metric] = meta.percent_summaries(full, resampled, columns, confidence)
+        full_mean[metric] = full[-1]
+        resampled_mean[metric] = resampled[:, -1] if resamples else None
+    if not resamples:
+        return report, {}
+    return report, meta.percent_comparisons(meta.comparisons(full_mean, resampled_mean, confidence))
+
+
+def pair_set_report(
+    pairs: PreferencePairs,
+    scores: Mapping[str, np.ndarray],
+    resamples: int = 0,
+    seed: int = 0,
+    confidence: float = meta.DEFAULT_CONFIDENCE,
+) -> tuple[dict[str, dict], dict]:
+    """The share × 100 of pairs where the metric scores ``better`` (a) above ``worse`` (b),
+    a tie counting as wrong: over all pairs, then per category where there are several.
+    With ``resamples``, images are resampled, each bringing its pairs."""
+    names = sorted(set(pairs.categories))
+    category = np.array([names.index(c) for c in pairs.categories])
+    image_of_pair = np.unique(pairs.images, return_inverse=True)[1]
+    columns = ["accuracy", *names] if len(names) > 1 else ["accuracy"]
+    weights = meta.image_weights(image_of_pair, resamples, seed) if resamples else None
+
+    def shares(agree: np.ndarray, w: np.ndarray) -> np.ndarray:
+        w = np.atleast_2d(w)
+        overall = (w * agree).sum(1) / w.sum(1)
+        per_category = meta.pairwise_accuracy(agree, category, w)[:, :-1]
+        return np.c_[overall, per_category][:, : len(columns)]
+
+    report: dict[str, dict] = {}
+    full_share, resampled_share = {}, {}
+    for metric, per_candidate in scores.items():
+        agree = (per_candidate[0::2] > per_candidate[1::2]).astype(np.float64)
+        full = shares(agree, np.ones(agree.size))[0]
+        resampled = shares(agree, weights) if resamples else None
+        report[metric] = meta.percent_summaries(full, resampled, columns, confidence)
+        full_share[metric] = full[0]
+        resampled_share[metric] = resampled[:, 0] if resamples else None
+    if not resamples:
+        return report, {}
+    return report, meta.percent_comparisons(
+        meta.comparisons(full_share, resampled_share, confidence)
+    )

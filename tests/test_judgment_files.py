@@ -1,0 +1,220 @@
+"""The judgment files metric papers distribute (capsim.data.judgment_files, pascal50S.mat):
+read as shipped, recognised by the registry, malformed rows refused by file and row; and
+the generic pair set's statistic against NumPy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import scipy.io
+from test_judgments import PASCAL_PAIRS, _write_pascal
+
+from capsim.data import judgment_files as files
+from capsim.data.pascal50s import read_pascal50s
+from capsim.errors import DataFormatError
+from capsim.eval import judgment_harness as harness
+from capsim.eval import meta_statistics as meta
+from capsim.eval import pairwise_sets
+from capsim.eval.judgment_sets import load_set, pascal50s_labels
+
+WORDS = "a dog cat man woman runs sits on the grass beach red ball with".split()
+
+
+def write_caption_pairs(path: Path, pairs: int = 30, seed: int = 0, lines: bool = True) -> Path:
+    """A pairwise set: better = a reference with one word changed, worse = random words;
+    two categories, two pairs an image."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(pairs):
+        references = [" ".join(rng.choice(WORDS, 8)) for _ in range(3)]
+        better = references[0].split()
+        better[0] = "the"
+        rows.append(
+            {
+                "id": f"p{i}",
+                "image": f"img{i // 2}",
+                "category": "long" if i % 2 else "short",
+                "references": references,
+                "better": " ".join(better),
+                "worse": " ".join(rng.choice(WORDS, 8)),
+            }
+        )
+    text = "\n".join(map(json.dumps, rows)) if lines else json.dumps(rows)
+    path.write_text(text)
+    return path
+
+
+def write_judgment_csv(path: Path, rows: int = 30, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    lines = ["mt,refs,score,imgid"]
+    for i in range(rows):
+        refs = [" ".join(rng.choice(WORDS, 6)) for _ in range(3)]
+        lines.append(
+            f'"{" ".join(rng.choice(WORDS, 6))}","{refs!r}",{rng.random():.3f},img{i // 3}'
+        )
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_caption_pairs_read_from_json_lines_and_a_json_list(tmp_path):
+    as_lines = files.read_caption_pairs(write_caption_pairs(tmp_path / "a.jsonl"))
+    as_list = files.read_caption_pairs(write_caption_pairs(tmp_path / "b.json", lines=False))
+    assert as_lines == as_list and len(as_lines) == 30
+    first = as_lines[0]
+    assert (first.image_id, first.category, first.preference) == ("img0", "short", 1.0)
+    assert first.candidate_a.startswith("the ") and len(first.references) == 3
+
+
+@pytest.mark.parametrize(
+    "row, message",
+    [
+        ({"references": ["a b"], "better": "a"}, "row 1: worse must be a caption"),
+        ({"references": [], "better": "a", "worse": "b"}, "row 1: references must be"),
+        ({"references": ["a"], "better": "a", "worse": "b", "image": [1]}, "row 1: image must"),
+        ([1, 2], "row 1: expected a JSON object"),
+    ],
+)
+def test_malformed_pairs_are_refused_naming_the_line(tmp_path, row, message):
+    good = {"references": ["a b"], "better": "a b", "worse": "c"}
+    path = tmp_path / "pairs.jsonl"
+    path.write_text(json.dumps(good) + "\n" + json.dumps(row) + "\n")
+    with pytest.raises(DataFormatError, match=message) as error:
+        files.read_caption_pairs(path)
+    assert error.value.line == 2 and str(path) in str(error.value)
+
+
+def test_pair_set_statistic_is_the_share_of_better_above_worse_with_ties_wrong(tmp_path):
+    judgments = files.read_caption_pairs(write_caption_pairs(tmp_path / "p.jsonl"))
+    pairs = pairwise_sets.preference_pairs(judgments, None)
+    assert all(len(pairs.gts[f"{i}a"]) == 3 for i in range(30))  # every reference kept
+    rng = np.random.default_rng(1)
+    scores = rng.integers(0, 3, 60).astype(float)  # many ties
+    report, comparisons = pairwise_sets.pair_set_report(
+        pairs, {"m": scores, "n": -scores}, resamples=200
+    )
+    better, worse = scores[0::2], scores[1::2]
+    categories = np.array([j.category for j in judgments])
+    assert report["m"]["accuracy"]["value"] == pytest.approx(100 * np.mean(better > worse))
+    for name in ("long", "short"):
+        wanted = 100 * np.mean((better > worse)[categories == name])
+        assert report["m"][name]["value"] == pytest.approx(wanted)
+    assert report["n"]["accuracy"]["value"] == pytest.approx(100 * np.mean(worse > better))
+    low, high = report["m"]["accuracy"]["ci_low"], report["m"]["accuracy"]["ci_high"]
+    assert low <= report["m"]["accuracy"]["value"] <= high
+    assert set(comparisons["m"]) == {"n"}
+
+
+def test_pair_set_bootstrap_resamples_images(tmp_path):
+    judgments = files.read_caption_pairs(write_caption_pairs(tmp_path / "p.jsonl"))
+    pairs = pairwise_sets.preference_pairs(judgments, None)
+    image_of_pair = np.unique(pairs.images, return_inverse=True)[1]
+    weights = meta.image_weights(image_of_pair, 50, 0)
+    assert (weights[:, 0::2] == weights[:, 1::2]).all()  # two pairs an image, drawn together
+
+
+def test_judgment_csv_reads_json_and_python_lists(tmp_path):
+    judgments = files.read_judgment_csv(write_judgment_csv(tmp_path / "set.csv"))
+    assert len(judgments) == 30 and judgments[4].image_id == "img1"
+    assert judgments[4].candidate_id == "4" and len(judgments[4].references) == 3
+    path = tmp_path / "json.csv"
+    path.write_text('mt,refs,score\na dog,"[""a dog"", ""a cat""]",0.5\n')
+    (only,) = files.read_judgment_csv(path)
+    assert only.references == ("a dog", "a cat") and only.image_id == "row 0"
+
+
+@pytest.mark.parametrize(
+    "text, message, line",
+    [
+        ("mt,score\na,1\n", "no column refs", 1),
+        ("mt,refs,score\na,\"['x']\",1\nb,\"['y']\",high\n", "row 1: score 'high'", 3),
+        ("mt,refs,score\na,\"['x']\",1\nb,not a list,1\n", "row 1: refs must be", 3),
+        ('mt,refs,score\na,"[\'x\']",1\nb,"[]",1\n', "row 1: refs must be", 3),
+    ],
+)
+def test_malformed_csv_is_refused_naming_the_row(tmp_path, text, message, line):
+    path = tmp_path / "bad.csv"
+    path.write_text(text)
+    with pytest.raises(DataFormatError, match=message) as error:
+        files.read_judgment_csv(path)
+    assert error.value.line == line
+
+
+def _expert_json(tmp_path: Path) -> Path:
+    data = {
+        "1000268201_693b08cb0e.jpg": {
+            "image_path": "Flicker8k_Dataset/1000268201_693b08cb0e.jpg",
+            "ground_truth": ["a child in pink", "a girl  going into a house"],
+            "human_judgement": [
+                {"caption": "a dog runs", "rating": 1.0},
+                {"caption": "a dog runs", "rating": 2.0},
+                {"caption": "a girl going into a house", "rating": 4.0},  # its own reference
+                {"caption": "a child", "rating": float("nan")},
+            ],
+        },
+        "2": {"ground_truth": ["a cat"], "human_judgement": [{"caption": "a cat", "rating": 3}]},
+    }
+    path = tmp_path / "flickr8k.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_flickr8k_expert_json_keeps_each_rating_and_the_protocol(tmp_path):
+    judgments = load_set("flickr8k_expert", _expert_json(tmp_path))
+    assert [(j.image_id, j.candidate, j.score) for j in judgments] == [
+        ("1000268201_693b08cb0e.jpg", "a dog runs", 1.0),
+        ("1000268201_693b08cb0e.jpg", "a dog runs", 2.0),
+    ]
+    pairs = harness.group_judgments(judgments)
+    assert pairs.keys == ["0"] and list(pairs.pair_of_rating) == [0, 0]
+
+
+def test_flickr8k_expert_json_refuses_a_bad_rating(tmp_path):
+    path = tmp_path / "bad.json"
+    bad = {"x": {"ground_truth": ["a"], "human_judgement": [{"caption": "a", "rating": "4"}]}}
+    path.write_text(json.dumps(bad))
+    with pytest.raises(DataFormatError, match="image 'x' judgement 0: rating '4'"):
+        files.read_flickr8k_expert_json(path)
+
+
+def test_pascal50s_json_layout_and_its_labels(tmp_path):
+    data = {
+        "HC": [
+            {"captions": ["a plane", "a jet"], "label": 1, "references": ["r"], "image": "x.jpg"}
+        ],
+        "MM": [{"captions": ["a cat", "a dog"], "label": 0, "references": ["r"], "image": 7}],
+    }
+    path = tmp_path / "pascal50s.json"
+    path.write_text(json.dumps(data))
+    judgments = load_set("pascal50s", path)
+    assert [(j.category, j.preference, j.image_id) for j in judgments] == [
+        ("HC", 0.0, "x.jpg"),
+        ("MM", 1.0, "7"),
+    ]
+    assert "label field" in pascal50s_labels(path)
+    assert "48 votes" in pascal50s_labels(tmp_path / "pair_pascal.mat")
+    data["MM"][0]["label"] = 2
+    path.write_text(json.dumps(data))
+    with pytest.raises(DataFormatError, match="MM item 0: label 2 is not 0 or 1"):
+        load_set("pascal50s", path)
+
+
+def test_pascal50s_references_come_from_pascal50S_mat_beside_the_pairs(tmp_path):
+    pairs_path = _write_pascal(tmp_path)
+    images = sorted({image for image, *_ in PASCAL_PAIRS})
+    train = np.empty((1, len(images)), dtype=[("image", object), ("sent", object)])
+    for k, image in enumerate(images):
+        sentences = np.empty((50, 1), dtype=object)
+        for s in range(50):
+            sentences[s, 0] = f"sentence {s} of {image}"
+        train[0, k] = (f"http://example.org/VOC2008/{image}", sentences)
+    scipy.io.savemat(tmp_path / "pascal50S.mat", {"train_sent_final": train})
+    judgments = read_pascal50s(pairs_path)
+    assert len(judgments[0].references) == 50
+    assert judgments[0].references[3] == f"sentence 3 of {PASCAL_PAIRS[0][0]}"
+    assert load_set("pascal50s", tmp_path) == judgments  # the folder works too
+    scipy.io.savemat(tmp_path / "pascal50S.mat", {"train_sent_final": train[:, :1]})
+    with pytest.raises(DataFormatError, match="pair 2: image '2008_000064.jpg' has no references"):
+        read_pascal50s(pairs_path)
