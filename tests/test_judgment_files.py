@@ -20,7 +20,22 @@ from capsim.eval import meta_statistics as meta
 from capsim.eval import pairwise_sets
 from capsim.eval.judgment_sets import load_set, pascal50s_labels
 
-WORDS = "a dog cat man woman runs sits on the grass beach red ball with".split()
+WORDS = [
+    "a",
+    "dog",
+    "cat",
+    "man",
+    "woman",
+    "runs",
+    "sits",
+    "on",
+    "the",
+    "grass",
+    "beach",
+    "red",
+    "ball",
+    "with",
+]
 
 
 def write_caption_pairs(path: Path, pairs: int = 30, seed: int = 0, lines: bool = True) -> Path:
@@ -216,5 +231,7 @@ def test_pascal50s_references_come_from_pascal50S_mat_beside_the_pairs(tmp_path)
     assert judgments[0].references[3] == f"sentence 3 of {PASCAL_PAIRS[0][0]}"
     assert load_set("pascal50s", tmp_path) == judgments  # the folder works too
     scipy.io.savemat(tmp_path / "pascal50S.mat", {"train_sent_final": train[:, :1]})
-    with pytest.raises(DataFormatError, match="pair 2: image '2008_000064.jpg' has no references"):
+    with pytest.raises(
+        DataFormatError, match=r"pair 2: image '2008_000064\.jpg' has no references"
+    ):
         read_pascal50s(pairs_path)

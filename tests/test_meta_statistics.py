@@ -9,8 +9,8 @@ from scipy import stats
 
 from capsim.data.judgments import Judgment, PairJudgment
 from capsim.eval import judgment_harness as harness
-from capsim.eval import pairwise_sets
 from capsim.eval import meta_statistics as meta
+from capsim.eval import pairwise_sets
 
 
 def _scipy_row_statistics(metric, human) -> list[float]:
@@ -180,7 +180,9 @@ def test_pascal_bootstrap_resamples_within_categories():
     ]
     pairs = pairwise_sets.preference_pairs(judgments)
     right = np.tile([1.0, 0.0], 40)  # always picks a: right on 30 of 40 pairs
-    report, comparisons = pairwise_sets.pascal_report(pairs, {"a": right, "flat": np.ones(80)}, 300, 0)
+    report, comparisons = pairwise_sets.pascal_report(
+        pairs, {"a": right, "flat": np.ones(80)}, 300, 0
+    )
     assert report["a"]["MM"] == {"value": 100.0, "ci_low": 100.0, "ci_high": 100.0}
     assert report["a"]["HC"]["value"] == 50.0 and report["a"]["HC"]["ci_low"] < 50
     assert report["flat"]["mean"]["ci_low"] == report["flat"]["mean"]["ci_high"] == 50.0
