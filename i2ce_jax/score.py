@@ -17,13 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from capsim.cli import run_command
-from capsim.data.captions import read_candidates_json, read_references_json
+from capsim.data.captions import read_candidates_json, read_references_json, write_json_atomically
 from capsim.errors import CaptionError
 from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
@@ -60,12 +58,6 @@ def score_files(
         "empty_candidate_indices": empty,
         "scores": rows,
     }
-
-
-def write_atomically(path: Path, payload: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(payload, indent=1) + "\n")
-    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -105,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         json.dump(result, sys.stdout, indent=1)
         print()
     else:
-        write_atomically(Path(args.out), result)
+        write_json_atomically(args.out, result)
         print(
             f"scored {len(result['scores'])} captions ({result['empty_candidates']} empty), "
             f"mean {result['corpus_score']:.4f} -> {args.out}",

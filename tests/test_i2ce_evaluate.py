@@ -10,6 +10,7 @@ import pytest
 from scipy import stats
 from test_judgments import _write_pascal
 
+from capsim import metaeval
 from capsim.data.judgments import Judgment, PairJudgment
 from capsim.errors import DataFormatError
 from capsim.eval import judgment_harness as harness
@@ -105,8 +106,8 @@ def test_fixture_sets_each_get_their_statistic(tmp_path):
     )
     sets = result["sets"]
     assert result["model"] == "base"
-    assert list(sets["flickr8k_cf"]["metrics"]["I2CE"]) == ["tau_b", "tau_c", "spearman", "pearson"]
-    assert list(sets["thumb"]["metrics"]["I2CE"]) == [
+    assert list(sets["flickr8k_cf"]["metrics"]["I2CE"])[:4] == ["tau_b", "tau_c", "spearman", "pearson"]
+    assert list(sets["thumb"]["metrics"]["I2CE"])[:6] == [
         "pearson",
         "tau_c",
         "tau_b",
@@ -118,13 +119,17 @@ def test_fixture_sets_each_get_their_statistic(tmp_path):
     assert "mean" in sets["pascal50s"]["metrics"]["I2CE"]
     assert next(iter(sets["composite"]["metrics"]["BLEU-4"])) == "tau_c"
     assert next(iter(sets["flickr8k_expert"]["metrics"]["I2CE"])) == "tau_c"
-    assert "comparisons" not in sets["thumb"]  # without --bootstrap
+    # without --bootstrap: PERM-BOTH alone, no intervals
+    thumb_pair = sets["thumb"]["comparisons"]["I2CE"]["CIDEr"]
+    assert set(thumb_pair) == {"delta", "perm_both_p", "perm_both_resamples"}
+    assert "bootstrap" not in result and result["perm_both"]["resamples"] == 1000
+    assert set(sets["thumb"]["clusters"]) == {"perm_both"}
     assert "METEOR" in sets["thumb"]["skipped"]
 
 
 def test_bad_arguments_are_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="NAME:PATH"):
-        evaluate.parse_specs("expert:/x")
+        metaeval.parse_specs("expert:/x")
     with pytest.raises(DataFormatError, match="Composite files hold no references"):
         _run(tmp_path, "--judgments", f"composite:{FIXTURES / 'composite_8k_correctness.csv'}")
     with pytest.raises(DataFormatError, match="does not exist"):
@@ -216,13 +221,15 @@ def test_a_plugged_metric_and_a_scores_file_join_the_builtins_with_intervals(tmp
             assert set(cell) == {"value", "ci_low", "ci_high"}
     assert expert["metrics"]["words"] == expert["metrics"]["made"]  # the class, the function
     entry = expert["comparisons"]["words"]["made"]
-    assert entry["delta"] == 0 and entry["p_value"] == 1
+    assert entry["delta"] == 0 and entry["p_value"] == 1 and entry["perm_both_p"] == 1
     assert set(expert["comparisons"]["given"]["CIDEr"]) == {
         "delta",
         "ci_low",
         "ci_high",
         "p_value",
         "p_value_williams",
+        "perm_both_p",
+        "perm_both_resamples",
     }
     assert result["bootstrap"] == {
         "resamples": 50,

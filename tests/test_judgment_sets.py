@@ -11,6 +11,7 @@ from scipy import stats
 from test_judgment_files import write_caption_pairs, write_judgment_csv
 from test_judgments import _write_pascal
 
+from capsim import metaeval
 from capsim.data.judgments import Judgment, PairJudgment, read_nebula
 from capsim.errors import DataFormatError
 from capsim.eval import judgment_harness as harness
@@ -24,7 +25,6 @@ from capsim.eval.judgment_sets import (
     judgment_set,
     load_set,
 )
-from i2ce_jax import evaluate
 
 FIXTURES = Path(__file__).parent / "fixtures" / "judgments"
 RECORD = {JudgmentProtocol.ABSOLUTE: Judgment, JudgmentProtocol.PAIRWISE: PairJudgment}
@@ -137,14 +137,14 @@ def test_sets_built_in_process_are_not_loaded_from_files(tmp_path):
     with pytest.raises(ValueError, match="not read from files"):
         load_set("shapes_world", tmp_path)
     with pytest.raises(ValueError, match="NAME:PATH"):
-        evaluate.parse_specs(f"shapes_world:{tmp_path}")
+        metaeval.parse_specs(f"shapes_world:{tmp_path}")
     assert (
         Judgments("shapes_world")(Subject(compute_score=_length_score)) is None
     )  # no world in this run
 
 
 def test_cli_help_lists_every_published_set_with_its_path_and_statistic():
-    text = evaluate.sets_help()
+    text = metaeval.sets_help()
     for name in PUBLISHED_SETS:
         entry = JUDGMENT_SETS[name]
         line = next(line for line in text.splitlines() if line.split()[:1] == [name])

@@ -24,6 +24,7 @@ Where the originals come from:
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -82,6 +83,15 @@ def read_json_file(path: str | Path) -> Any:
         return json.loads(read_text_file(path))
     except json.JSONDecodeError as error:
         raise DataFormatError(path, f"malformed JSON ({error.msg})", error.lineno) from error
+
+
+def write_json_atomically(path: str | Path, payload: Any) -> None:
+    """``payload`` as indented JSON, replacing ``path`` in one step: a reader never sees
+    half a file, and a failure leaves the previous one."""
+    path = Path(path)
+    partial = path.with_name(path.name + ".tmp")
+    partial.write_text(json.dumps(payload, indent=1) + "\n", encoding="utf-8")
+    os.replace(partial, path)
 
 
 def read_references_json(path: str | Path) -> dict[str, list[str]]:

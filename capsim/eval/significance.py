@@ -86,6 +86,8 @@ def perm_both(
         raise ValueError(f"the metrics score {first.size} and {second.size} rows")
     units = np.arange(first.size) if unit_of_row is None else np.asarray(unit_of_row, np.int64)
     delta = float(np.diff(statistic(np.stack([second, first])))[0])
+    if np.isnan(delta):  # a metric's statistic is undefined (constant): nothing to test
+        return PermBoth(float("nan"), float("nan"), delta, 0)
     rng = np.random.default_rng(seed)
     at_least = at_most = done = 0
     while done < resamples:
@@ -250,10 +252,11 @@ def significance_clusters(
     alpha: float = SIGNIFICANCE,
 ) -> dict[str, int]:
     """metric -> cluster rank (1 = best). ``p_better[a, b]``: the one-sided p-value that a
-    beats b. Metrics are taken by decreasing value (NaN last); one starts a new cluster when
-    a metric of the current cluster beats it with p <= ``alpha``."""
+    beats b. Metrics are taken by decreasing value; one starts a new cluster when a metric
+    of the current cluster beats it with p <= ``alpha``. A metric whose value is undefined
+    (NaN) is left out."""
     names: Sequence[str] = sorted(
-        values, key=lambda m: (np.isnan(values[m]), -np.nan_to_num(values[m]))
+        (m for m in values if not np.isnan(values[m])), key=lambda m: -values[m]
     )
     ranks: dict[str, int] = {}
     rank, start = 1, 0
