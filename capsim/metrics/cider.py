@@ -1,12 +1,13 @@
 """CIDEr-D as pycocoevalcap 1.2 computes it, on sparse n-gram counts (inputs as in
 ``capsim.metrics.bleu``). CIDEr-D's document frequencies span the references of the
-scored ids only."""
+scored ids only, unless a reference corpus is given (capsim.metrics.cider_idf)."""
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import sparse
 
+from capsim.metrics.cider_idf import CorpusIdf
 from capsim.metrics.ngram_counts import (
     DEFAULT_MAX_ORDER,
     Candidates,
@@ -31,15 +32,25 @@ class CiderD:
     length in bigrams (tokens - 1), so with n = 1 there is no penalty. The
     score is 10 x the mean over orders and references. Only n = 4 is
     comparable: pycocoevalcap always counts 1..4-grams whatever its n.
+
+    With ``idf`` (a reference corpus's document frequencies), df comes from the corpus
+    and log(number of scored ids) becomes log(the corpus's image count), as in the
+    original CIDEr code's ``coco-val-df`` mode.
     """
 
-    def __init__(self, n: int = DEFAULT_MAX_ORDER, sigma: float = DEFAULT_CIDER_SIGMA):
+    def __init__(
+        self,
+        n: int = DEFAULT_MAX_ORDER,
+        sigma: float = DEFAULT_CIDER_SIGMA,
+        idf: CorpusIdf | None = None,
+    ):
         if n < 1:
             raise ValueError(f"CIDEr order n must be >= 1, got {n}")
         if sigma <= 0:
             raise ValueError(f"CIDEr sigma must be > 0, got {sigma}")
         self.n = n
         self.sigma = sigma
+        self.idf = idf
 
     def compute_score(self, gts: References, res: Candidates) -> tuple[float, np.ndarray]:
         """Returns (mean CIDEr-D, per-caption CIDEr-D)."""
@@ -53,16 +64,21 @@ class CiderD:
         counts, order_onehot = pairs.ngrams.counts, pairs.ngrams.order_onehot
         num_pairs = len(pairs.candidate_rows)
 
-        owner_of_reference = sparse.csr_array(
-            (
-                np.ones(len(pairs.reference_rows)),
-                (pairs.reference_owner, pairs.reference_rows),
-            ),
-            shape=(num_pairs, counts.shape[0]),
-        )
-        in_pair_references = owner_of_reference @ (counts > 0).astype(np.float64)
-        document_frequency = (in_pair_references > 0).sum(axis=0)
-        idf = np.log(float(num_pairs)) - np.log(np.maximum(1.0, document_frequency))
+        if self.idf is None:
+            owner_of_reference = sparse.csr_array(
+                (
+                    np.ones(len(pairs.reference_rows)),
+                    (pairs.reference_owner, pairs.reference_rows),
+                ),
+                shape=(num_pairs, counts.shape[0]),
+            )
+            in_pair_references = owner_of_reference @ (counts > 0).astype(np.float64)
+            document_frequency = (in_pair_references > 0).sum(axis=0)
+            documents = float(num_pairs)
+        else:
+            document_frequency = self.idf.frequencies(pairs.ngrams)
+            documents = float(self.idf.images)
+        idf = np.log(documents) - np.log(np.maximum(1.0, document_frequency))
         weights = counts @ sparse.diags_array(idf)
         norms = np.sqrt(weights.power(2) @ order_onehot)  # [sentences, n]
 

@@ -6,6 +6,7 @@
     evaluator.evaluate()            # .eval, .imgToEval, .evalImgs as pycocoevalcap fills them
 
     python -m capsim.metrics.cocoeval --annotations captions.json --results results.json [--out F]
+        [--cider_idf captions_val2014.json]   # CIDEr's IDF from a corpus (capsim.metrics.cider_idf)
     python -m capsim.metrics.cocoeval --annotations A.json --results sysA.json
         --results sysB.json --bootstrap 1000 --seed 0   # intervals; p-values against sysA
 
@@ -35,11 +36,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from capsim.data.captions import read_json_file
 from capsim.errors import CapsimError, CaptionError, DataFormatError
 from capsim.metrics import bootstrap
 from capsim.metrics.bleu import Bleu
+from capsim.metrics.caption_files import load_files
 from capsim.metrics.cider import CiderD
+from capsim.metrics.cider_idf import CorpusIdf, corpus_idf
 from capsim.metrics.ngram_counts import DEFAULT_MAX_ORDER, pair_ngrams
 from capsim.metrics.rouge import Rouge
 from capsim.metrics.tokenizer import ptb_tokenize
@@ -115,7 +117,13 @@ class COCOEvalCap:
     """pycocoevalcap's evaluator: built from ``pycocotools`` ``COCO`` objects (or anything
     with ``getImgIds()`` and ``imgToAnns``), scored on ``params["image_id"]``."""
 
-    def __init__(self, coco: Any, cocoRes: Any, scorers: Mapping[str, RawScorer] | None = None):
+    def __init__(
+        self,
+        coco: Any,
+        cocoRes: Any,
+        scorers: Mapping[str, RawScorer] | None = None,
+        cider_idf: str | Path | CorpusIdf | None = None,
+    ):
         self.evalImgs: list[dict] = []
         self.eval: dict[str, float] = {}
         self.imgToEval: dict[Any, dict] = {}
@@ -123,6 +131,8 @@ class COCOEvalCap:
         self.cocoRes = cocoRes
         self.scorers = dict(scorers or {})  # name -> compute_score(gts, res) on raw captions
         self.params = {"image_id": coco.getImgIds()}
+        # CIDEr's document frequencies: the scored references (pycocoevalcap) or a corpus's
+        self.cider_idf = corpus_idf(cider_idf) if isinstance(cider_idf, str | Path) else cider_idf
         self.empty_candidates: list = []  # images whose result is empty after tokenising
         self.metric_rows: list[bootstrap.MetricRows] = []  # per-image rows, for bootstrap()
 
@@ -164,7 +174,7 @@ class COCOEvalCap:
                 ngrams = pair_ngrams(gts, res, DEFAULT_MAX_ORDER)  # once, for BLEU and CIDEr-D
                 bleu = bootstrap.bleu_rows(Bleu().statistics_of(ngrams))
                 rouge = bootstrap.mean_rows("ROUGE_L", Rouge().compute_score(gts, res)[1])
-                cider = bootstrap.mean_rows("CIDEr", CiderD().scores_of(ngrams))
+                cider = bootstrap.mean_rows("CIDEr", CiderD(idf=self.cider_idf).scores_of(ngrams))
             finally:
                 meteor = bootstrap.meteor_rows(meteor_statistics())
             spice = None if spice_reason else bootstrap.mean_rows("SPICE", _spice_scores(gts, res))
@@ -222,59 +232,6 @@ class COCOEvalCap:
         return bootstrap.bootstrap(rows, resamples=resamples, seed=seed, confidence=confidence)
 
 
-class CaptionFile:
-    """The part of ``pycocotools.coco.COCO`` the evaluator reads, from a COCO annotations
-    file or a results list, without pycocotools."""
-
-    def __init__(self, annotations: list[dict], image_ids: Sequence[Any] | None = None):
-        self.imgToAnns: dict[Any, list[dict]] = {i: [] for i in image_ids or ()}
-        for annotation in annotations:
-            self.imgToAnns.setdefault(annotation["image_id"], []).append(annotation)
-
-    def getImgIds(self) -> list:
-        return list(self.imgToAnns)
-
-
-def _entries(path: Path, payload: Any, key: str | None) -> list[dict]:
-    entries = payload.get(key) if key and isinstance(payload, dict) else payload
-    if not isinstance(entries, list):
-        want = f"a JSON object with an {key!r} list" if key else "a JSON list"
-        raise DataFormatError(path, f"expected {want}")
-    for index, entry in enumerate(entries):
-        if not (isinstance(entry, dict) and "image_id" in entry and "caption" in entry):
-            raise DataFormatError(path, f"entry {index} lacks image_id/caption: {entry!r:.120}")
-        if not isinstance(entry["caption"], str):
-            raise DataFormatError(path, f"entry {index}: caption must be a string")
-    return entries
-
-
-def load_files(annotations: str | Path, results: str | Path) -> tuple[CaptionFile, CaptionFile]:
-    """The annotations and results files; a result naming an image that has no
-    annotation is refused, naming the image (pycocotools only asserts)."""
-    annotations, results = Path(annotations), Path(results)
-    payload = read_json_file(annotations)
-    images = (
-        [image["id"] for image in payload.get("images", [])] if isinstance(payload, dict) else []
-    )
-    coco = CaptionFile(_entries(annotations, payload, "annotations"), images)
-    result_entries = _entries(results, read_json_file(results), None)
-    first_result: dict[Any, int] = {}
-    for index, entry in enumerate(result_entries):
-        image = entry["image_id"]
-        if not coco.imgToAnns.get(image):
-            raise DataFormatError(
-                results,
-                f"entry {index} names image {image!r}, which has no caption in {annotations}",
-            )
-        if first_result.setdefault(image, index) != index:
-            raise DataFormatError(
-                results,
-                f"entry {index} is a second result for image {image!r} (entry "
-                f"{first_result[image]} is the first): each image takes one result",
-            )
-    return coco, CaptionFile(result_entries)
-
-
 def _system_names(paths: Sequence[str]) -> list[str]:
     """Each results file's stem, or its path where two stems are alike."""
     stems = [Path(path).stem for path in paths]
@@ -285,6 +242,7 @@ def evaluate_systems(
     annotations: str | Path,
     results: Sequence[str | Path],
     scorers: Mapping[str, RawScorer] | None = None,
+    cider_idf: str | Path | None = None,
 ) -> list[COCOEvalCap]:
     """Each results file scored against the annotations, all on the first file's images
     (so that they can be compared pairwise). Every file is read and checked before any is
@@ -300,8 +258,9 @@ def evaluate_systems(
                 f"images that {results[0]} scores): systems are compared on the same images",
             )
     evaluators = []
+    idf = corpus_idf(cider_idf) if cider_idf else None
     for coco, result_file in systems:
-        evaluator = COCOEvalCap(coco, result_file, scorers)
+        evaluator = COCOEvalCap(coco, result_file, scorers, idf)
         evaluator.params["image_id"] = images
         evaluator.evaluate(verbose=False)
         evaluators.append(evaluator)
@@ -350,6 +309,13 @@ def main(argv: Sequence[str] | None = None, scorers: Mapping[str, RawScorer] | N
         help="N resamples of the images: 95%% intervals, and paired p-values against the "
         "first system",
     )
+    parser.add_argument(
+        "--cider_idf",
+        metavar="FILE",
+        help="CIDEr's document frequencies from this reference corpus (COCO annotations or "
+        "image -> references JSON), as the original CIDEr code's coco-val-df, instead of "
+        "from the scored references (pycocoevalcap's default; 0 on one image)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="the resamples' seed")
     parser.add_argument("--confidence", type=float, default=0.95, help="interval coverage")
     parser.add_argument(
@@ -361,7 +327,11 @@ def main(argv: Sequence[str] | None = None, scorers: Mapping[str, RawScorer] | N
     names = _system_names(args.results)
     try:
         evaluators = dict(
-            zip(names, evaluate_systems(args.annotations, args.results, scorers), strict=True)
+            zip(
+                names,
+                evaluate_systems(args.annotations, args.results, scorers, args.cider_idf),
+                strict=True,
+            )
         )
         for (name, evaluator), results in zip(evaluators.items(), args.results, strict=True):
             if not args.bootstrap:

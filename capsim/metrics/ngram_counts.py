@@ -69,11 +69,30 @@ class NgramCounts:
       order_onehot: [ngrams, max_order] one-hot of each column's n-gram order,
         so ``values @ order_onehot`` sums any per-n-gram quantity by order.
       lengths: [sentences] number of tokens.
+      sentences: the distinct sentences, one per row.
     """
 
     counts: sparse.csr_array
     order_onehot: np.ndarray
     lengths: np.ndarray
+    sentences: tuple[str, ...] = ()
+
+    def column_keys(self) -> list[str]:
+        """Each column's n-gram as its words joined by spaces: a row lists its n-grams in
+        the order they are met (order by order, start by start), first occurrences only."""
+        keys = [""] * self.counts.shape[1]
+        max_order = self.order_onehot.shape[1]
+        indptr, indices = self.counts.indptr, self.counts.indices
+        for row, sentence in enumerate(self.sentences):
+            tokens = sentence.split()
+            met = dict.fromkeys(
+                " ".join(tokens[start : start + n])
+                for n in range(1, max_order + 1)
+                for start in range(len(tokens) - n + 1)
+            )
+            for column, key in zip(indices[indptr[row] : indptr[row + 1]], met, strict=True):
+                keys[column] = key
+        return keys
 
 
 def count_ngrams(sentences: Sequence[str], max_order: int) -> tuple[NgramCounts, np.ndarray]:
@@ -105,7 +124,7 @@ def count_ngrams(sentences: Sequence[str], max_order: int) -> tuple[NgramCounts,
         (values.astype(np.float64), indices, indptr), shape=(len(tokens), len(orders))
     )
     order_onehot = np.eye(max_order)[orders - 1]
-    return NgramCounts(counts, order_onehot, lengths), input_rows
+    return NgramCounts(counts, order_onehot, lengths, tuple(row_of_sentence)), input_rows
 
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing's multiplier
