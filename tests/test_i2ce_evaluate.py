@@ -106,7 +106,12 @@ def test_fixture_sets_each_get_their_statistic(tmp_path):
     )
     sets = result["sets"]
     assert result["model"] == "base"
-    assert list(sets["flickr8k_cf"]["metrics"]["I2CE"])[:4] == ["tau_b", "tau_c", "spearman", "pearson"]
+    assert list(sets["flickr8k_cf"]["metrics"]["I2CE"])[:4] == [
+        "tau_b",
+        "tau_c",
+        "spearman",
+        "pearson",
+    ]
     assert list(sets["thumb"]["metrics"]["I2CE"])[:6] == [
         "pearson",
         "tau_c",
