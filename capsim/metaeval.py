@@ -38,6 +38,7 @@ import argparse
 import csv
 import io
 import sys
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -308,15 +309,23 @@ def run(
             "cluster_alpha": args.alpha,
         }
     for name, judgments in loaded.items():
+        began = time.perf_counter()
         scored = score_set(
             name, judgments, scorers, given[name], [m for m in builtin if m in chosen]
         )
         scored.scores = {m: scored.scores[m] for m in chosen if m in scored.scores}
+        scored_at = time.perf_counter()
         report, comparisons = set_report(scored, args.bootstrap, args.seed)
         clusters = set_significance(
             scored, report, comparisons, args.permutations, args.seed, args.block_size, args.alpha
         )
-        entry = {"judgments": len(judgments), "metrics": report, "skipped": scored.skipped}
+        seconds = {"scoring": scored_at - began, "statistics": time.perf_counter() - scored_at}
+        entry = {
+            "judgments": len(judgments),
+            "metrics": report,
+            "skipped": scored.skipped,
+            "seconds": seconds,
+        }
         if name == "pascal50s":
             entry["labels"] = pascal50s_labels(specs[[n for n, _ in specs].index(name)][1])
         if comparisons:
@@ -324,7 +333,11 @@ def run(
         if clusters:
             entry["clusters"] = clusters
         results["sets"][name] = entry
-        print(f"\n{name}: {len(judgments)} judgments", flush=True)
+        print(
+            f"\n{name}: {len(judgments)} judgments; scored in {seconds['scoring']:.1f} s, "
+            f"statistics in {seconds['statistics']:.1f} s",
+            flush=True,
+        )
         print(_table(report, clusters.get(CLUSTER_TEST, {})))
         table = _comparison_table(comparisons, baseline, judgment_set(name).statistic)
         if table:

@@ -11,29 +11,35 @@ from scipy import stats
 
 from capsim.eval import significance as sig
 
+SCIPY = {
+    "tau_c": lambda m, h: stats.kendalltau(m, h, variant="c").statistic,
+    "tau_b": lambda m, h: stats.kendalltau(m, h, variant="b").statistic,
+    "spearman": lambda m, h: stats.spearmanr(m, h).statistic,
+}
 
-def _tau_c(metric, human) -> float:
-    return stats.kendalltau(metric, human, variant="c").statistic
 
-
-def test_perm_both_equals_a_loop_over_the_same_swaps():
+@pytest.mark.parametrize("name", list(SCIPY))
+@pytest.mark.parametrize("human_values", [4, 60])
+def test_perm_both_equals_a_loop_over_the_same_swaps(name, human_values):
     """One block, no early stop: the p-value of a loop that swaps each unit's rows between
-    the z-scored metrics and recomputes scipy's τc, on the same random draws."""
+    the z-scored metrics and recomputes scipy's statistic, on the same random draws; with
+    few human values (the class sweep) and many (the Fenwick tree)."""
     rng = np.random.default_rng(1)
-    human = rng.integers(1, 5, 60).astype(float)
+    human = rng.integers(1, human_values + 1, 60).astype(float)
     units = np.repeat(np.arange(20), 3)  # three rows an image, swapped together
     first = human + rng.normal(0, 1.0, 60)
     second = human + rng.normal(0, 1.6, 60)
-    got = sig.perm_both(first, second, sig.row_statistic(human, "tau_c"), units, 80, 80, seed=7)
-
+    first[::7] = first[1::7][: first[::7].size]  # ties in the metrics
+    got = sig.perm_both(first, second, sig.row_statistic(human, name), units, 80, 80, seed=7)
+    statistic = SCIPY[name]
     a, b = stats.zscore(first), stats.zscore(second)
-    delta = _tau_c(a, human) - _tau_c(b, human)
+    delta = statistic(a, human) - statistic(b, human)
     swaps = np.random.default_rng(7).integers(0, 2, (80, 20), dtype=bool)
     differences = []
     for swap in swaps:
         rows = swap[units]
         differences.append(
-            _tau_c(np.where(rows, b, a), human) - _tau_c(np.where(rows, a, b), human)
+            statistic(np.where(rows, b, a), human) - statistic(np.where(rows, a, b), human)
         )
     differences = np.array(differences)
     assert got.resamples == 80

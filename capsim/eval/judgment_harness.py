@@ -54,6 +54,14 @@ class JudgedPairs:
     image_of_pair: np.ndarray
     systems: list[str]
 
+    def distinct_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(pair, human score, how many ratings) of each distinct (pair, rating): the rating
+        rows with their repeats counted, which gives every row statistic unchanged in half
+        the rows (Flickr8k-Expert's three experts often agree)."""
+        keys = np.stack([self.pair_of_rating, self.human])
+        unique, counts = np.unique(keys, axis=1, return_counts=True)
+        return unique[0].astype(np.int64), unique[1], counts.astype(np.float64)
+
     def tokenized(self) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
         """The same dicts PTB-tokenised the way pycocoevalcap's n-gram metrics expect."""
         return metric_tokenized(self.gts, self.res)
@@ -186,10 +194,11 @@ def absolute_report(
     statistic = judgment_set(name).statistic
     columns = [statistic, *(s for s in STATISTICS if s != statistic)]
     column_of = [STATISTICS.index(c) for c in columns]
-    rows_of = pairs.pair_of_rating
-    ones = np.ones(rows_of.size)
+    rows_of, human, ones = pairs.distinct_rows()  # ones: each row's ratings
     weights = (
-        meta.image_weights(pairs.image_of_pair[rows_of], resamples, seed) if resamples else None
+        meta.image_weights(pairs.image_of_pair[rows_of], resamples, seed) * ones
+        if resamples
+        else None
     )
     system_names = sorted(set(pairs.systems) - {""})
     with_systems = len(system_names) >= MIN_SYSTEMS
@@ -198,14 +207,14 @@ def absolute_report(
     report: dict[str, dict] = {}
     full_statistic, resampled_statistic = {}, {}
     for metric, per_pair in scores.items():
-        rows = meta.RankedRows.of(per_pair[rows_of], pairs.human)
+        rows = meta.RankedRows.of(per_pair[rows_of], human)
         full = meta.row_statistics(rows, ones)[0][column_of]
         resampled = meta.row_statistics(rows, weights)[:, column_of] if resamples else None
         report[metric] = meta.percent_summaries(full, resampled, columns, confidence)
         full_statistic[metric] = full[0]
         resampled_statistic[metric] = resampled[:, 0] if resamples else None
         if with_systems:
-            args = (per_pair[rows_of], pairs.human, system_of_pair[rows_of])
+            args = (per_pair[rows_of], human, system_of_pair[rows_of])
             system_full = meta.system_statistics(*args, ones)[0]
             system_resampled = meta.system_statistics(*args, weights) if resamples else None
             report[metric].update(
@@ -215,12 +224,13 @@ def absolute_report(
             )
     if not resamples:
         return report, {}
-    per_row = {m: s[rows_of] for m, s in scores.items()}
+    per_row = {m: s[pairs.pair_of_rating] for m, s in scores.items()}  # a row per rating
+    ratings = np.ones(pairs.human.size)
     pearson = {m: meta.RankedRows.of(v, pairs.human) for m, v in per_row.items()}
-    r_human = {m: meta.row_statistics(r, ones)[0][3] for m, r in pearson.items()}
+    r_human = {m: meta.row_statistics(r, ratings)[0][3] for m, r in pearson.items()}
     williams = {
         (a, b): meta.williams_test(
-            r_human[a], r_human[b], _pearson(per_row[a], per_row[b]), rows_of.size
+            r_human[a], r_human[b], _pearson(per_row[a], per_row[b]), ratings.size
         )[1]
         for a in scores
         for b in scores

@@ -4,9 +4,9 @@ Absolute sets: PERM-BOTH on the set's statistic over its rating rows, swapping w
 images; beside each metric's pooled statistic, its item-grouped one (within each image,
 averaged) and its pairwise accuracy over candidates of the same image, with and without
 tie calibration (candidates scored by their mean rating; a set with one candidate an
-image compares all its candidates, up to ``POOLED_LIMIT`` of them). Rating rows that repeat a
-(candidate, rating) are counted once with their multiplicity, which changes no statistic
-and halves the work. Pairwise sets: PERM-BOTH on the set's accuracy, swapping each pair's
+image compares all its candidates, up to ``POOLED_LIMIT`` of them). Rating rows that repeat
+a (candidate, rating) are one row with their count (``JudgedPairs.distinct_rows``).
+Pairwise sets: PERM-BOTH on the set's accuracy, swapping each pair's
 two candidates together (all pairs of an image together where the set names images).
 
 Every pair of metrics gets ``perm_both_p`` in both directions; the metrics are ranked
@@ -48,10 +48,8 @@ def _candidate_groups(image_of_pair: np.ndarray) -> np.ndarray | None:
 def _absolute_statistic(pairs: JudgedPairs, name: str):
     """(pair of each row, image of each row, the statistic of [resamples, rows]) over the
     unique (pair, rating) rows, each weighted by how often it occurs."""
-    keys = np.stack([pairs.pair_of_rating, pairs.human])
-    unique, counts = np.unique(keys, axis=1, return_counts=True)
-    pair_of_row, human = unique[0].astype(np.int64), unique[1]
-    statistic = sig.row_statistic(human, name, counts.astype(np.float64))
+    pair_of_row, human, ratings = pairs.distinct_rows()
+    statistic = sig.row_statistic(human, name, ratings)
     return pair_of_row, pairs.image_of_pair[pair_of_row], statistic
 
 

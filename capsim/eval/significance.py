@@ -38,6 +38,8 @@ PERM_BOTH_BLOCK = 1000
 EARLY_MIN = 0.02
 EARLY_MAX = 0.5
 SIGNIFICANCE = 0.05
+# Humans with at most this many distinct scores get τ from a sweep over classes.
+SWEEP_CLASSES = 32
 # Resamples mixed at once: a [chunk, rows] pair of matrices stays well under a GiB.
 _CHUNK = 100
 
@@ -94,10 +96,8 @@ def perm_both(
         block = min(block_size - done % block_size, resamples - done)
         for start in range(0, block, _CHUNK):
             swap = rng.integers(0, 2, (min(_CHUNK, block - start), units.max() + 1), dtype=bool)
-            swapped = swap[:, units]
-            mixed_first = np.where(swapped, second, first)
-            mixed_second = np.where(swapped, first, second)
-            differences = statistic(mixed_first) - statistic(mixed_second)
+            mixtures = _mixtures(statistic, first, second, swap[:, units])
+            differences = mixtures[:, 0] - mixtures[:, 1]
             differences = np.nan_to_num(differences)  # undefined on both sides: no difference
             at_least += int((differences >= delta).sum())
             at_most += int((differences <= delta).sum())
@@ -107,55 +107,180 @@ def perm_both(
     return PermBoth(at_least / done, at_most / done, delta, done)
 
 
+def _mixtures(
+    statistic: Statistic, first: np.ndarray, second: np.ndarray, swapped: np.ndarray
+) -> np.ndarray:
+    """[resamples, 2]: the statistic of (second where swapped else first) and of its
+    complement; a statistic with a ``mixtures`` method computes them without the matrices."""
+    if isinstance(statistic, RowStatistic):
+        return statistic.mixtures(first, second, swapped)
+    mixed_first = np.where(swapped, second, first)
+    mixed_second = np.where(swapped, first, second)
+    return np.stack([statistic(mixed_first), statistic(mixed_second)], axis=1)
+
+
 # --------------------------------------------------------------------------- statistics
 
 
 @numba.njit(cache=True, nogil=True)
-def _dense_ranks(values: np.ndarray) -> np.ndarray:
-    order = np.argsort(values, kind="mergesort")
-    ranks = np.empty(values.size, np.int64)
-    rank = 0
-    for k in range(values.size):
-        if k and values[order[k]] != values[order[k - 1]]:
+def _merge_ranks(
+    first, second, order_first, order_second, from_second, second_when, values, ranks, order
+):
+    """Each row takes ``second`` where ``from_second`` equals ``second_when``, else ``first``;
+    writes the values, their dense ranks and the rows in value order, merging the two
+    presorted orders in O(rows)."""
+    n = first.size
+    i = j = k = 0
+    rank = -1
+    last = 0.0
+    while True:
+        while i < n and from_second[order_first[i]] == second_when:
+            i += 1
+        while j < n and from_second[order_second[j]] != second_when:
+            j += 1
+        if i == n and j == n:
+            return
+        if j == n or (i < n and first[order_first[i]] <= second[order_second[j]]):
+            row = order_first[i]
+            value = first[row]
+            i += 1
+        else:
+            row = order_second[j]
+            value = second[row]
+            j += 1
+        if rank < 0 or value != last:
             rank += 1
-        ranks[order[k]] = rank
-    return ranks
+            last = value
+        values[row] = value
+        ranks[row] = rank
+        order[k] = row
+        k += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _tau_sweep(order, ranks, human_class, classes, weights, column, human_present, human_tied):
+    """τc (column 0) or τb (1) of rows visited in metric order, for humans of few distinct
+    values: O(rows × classes), where the general kernel's Fenwick tree is O(rows log rows)."""
+    below = np.zeros(classes)  # weight of the rows of each human class with a lower metric
+    group = np.zeros(classes)
+    concordant = discordant = total = metric_tied = 0.0
+    start = 0
+    n = order.size
+    while start < n:
+        end = start
+        while end < n and ranks[order[end]] == ranks[order[start]]:
+            end += 1
+        group[:] = 0.0
+        for k in range(start, end):
+            row = order[k]
+            c = human_class[row]
+            w = weights[row]
+            for h in range(c):
+                concordant += w * below[h]
+            for h in range(c + 1, classes):
+                discordant += w * below[h]
+            group[c] += w
+        weight = group.sum()
+        metric_tied += weight * (weight - 1.0) / 2.0
+        total += weight
+        below += group
+        start = end
+    metric_present = ranks[order[n - 1]] + 1 if n else 0
+    if column == 0:
+        kinds = min(metric_present, human_present)
+        if kinds < 2:
+            return np.nan
+        return 2.0 * (concordant - discordant) / (total * total * (kinds - 1.0) / kinds)
+    pairs = total * (total - 1.0) / 2.0
+    denominator = (pairs - metric_tied) * (pairs - human_tied)
+    return (concordant - discordant) / np.sqrt(denominator) if denominator > 0 else np.nan
 
 
 @numba.njit(cache=True, nogil=True, parallel=True)
-def _batched_row_statistic(
-    metrics, human, order, human_starts, human_rank, weights, column
+def _row_mixtures(
+    first, second, swapped, human, order, human_starts, human_rank, weights, column
 ) -> np.ndarray:
-    out = np.empty(metrics.shape[0])
-    for b in numba.prange(metrics.shape[0]):
-        ranks = _dense_ranks(metrics[b])
-        out[b] = meta.row_statistics_kernel(
-            metrics[b], human, order, human_starts, ranks, human_rank, weights
-        )[column]
+    order_first = np.argsort(first, kind="mergesort")
+    order_second = np.argsort(second, kind="mergesort")
+    classes = human_rank.max() + 1
+    sweep = column < 2 and classes <= SWEEP_CLASSES
+    human_weight = np.zeros(classes)
+    for row in range(human_rank.size):
+        human_weight[human_rank[row]] += weights[row]
+    human_present = (human_weight > 0).sum()
+    human_tied = (human_weight * (human_weight - 1.0) / 2.0).sum()
+    out = np.empty((swapped.shape[0], 2))
+    for b in numba.prange(swapped.shape[0]):
+        values = np.empty(first.size)
+        ranks = np.empty(first.size, np.int64)
+        metric_order = np.empty(first.size, np.int64)
+        for side in range(2):
+            # side 0: second where swapped; side 1: second where not swapped
+            _merge_ranks(
+                first,
+                second,
+                order_first,
+                order_second,
+                swapped[b],
+                side == 0,
+                values,
+                ranks,
+                metric_order,
+            )
+            if sweep:
+                out[b, side] = _tau_sweep(
+                    metric_order,
+                    ranks,
+                    human_rank,
+                    classes,
+                    weights,
+                    column,
+                    human_present,
+                    human_tied,
+                )
+            else:
+                out[b, side] = meta.row_statistics_kernel(
+                    values, human, order, human_starts, ranks, human_rank, weights
+                )[column]
     return out
 
 
-def row_statistic(human: np.ndarray, name: str, weights: np.ndarray | None = None) -> Statistic:
+class RowStatistic:
     """One of ``meta.ROW_STATISTICS`` (τc, τb, Spearman, Pearson) against ``human``, of
     each line of a [resamples, rows] matrix; ``weights`` counts each row's repeats."""
-    if name not in meta.ROW_STATISTICS:
-        raise ValueError(f"unknown statistic {name!r}; known: {', '.join(meta.ROW_STATISTICS)}")
-    ranked = meta.RankedRows.of(np.zeros(len(human)), human)
-    weights = np.ones(len(human)) if weights is None else np.asarray(weights, np.float64)
-    column = meta.ROW_STATISTICS.index(name)
 
-    def statistic(metrics: np.ndarray) -> np.ndarray:
-        return _batched_row_statistic(
-            np.ascontiguousarray(np.atleast_2d(metrics), np.float64),
-            ranked.human,
-            ranked.order,
-            ranked.human_starts,
-            ranked.human_rank,
-            weights,
-            column,
+    def __init__(self, human: np.ndarray, name: str, weights: np.ndarray | None = None):
+        if name not in meta.ROW_STATISTICS:
+            known = ", ".join(meta.ROW_STATISTICS)
+            raise ValueError(f"unknown statistic {name!r}; known: {known}")
+        self.ranked = meta.RankedRows.of(np.zeros(len(human)), human)
+        self.weights = np.ones(len(human)) if weights is None else np.asarray(weights, float)
+        self.column = meta.ROW_STATISTICS.index(name)
+
+    def _human(self) -> tuple:
+        ranked = self.ranked
+        return ranked.human, ranked.order, ranked.human_starts, ranked.human_rank, self.weights
+
+    def __call__(self, metrics: np.ndarray) -> np.ndarray:
+        metrics = np.atleast_2d(np.asarray(metrics, np.float64))
+        unswapped = np.zeros((1, metrics.shape[1]), bool)
+        return np.array([self.mixtures(line, line, unswapped)[0, 0] for line in metrics])
+
+    def mixtures(self, first: np.ndarray, second: np.ndarray, swapped: np.ndarray) -> np.ndarray:
+        """[resamples, 2]: the statistic of (second where swapped else first), then of its
+        complement (first where swapped else second)."""
+        return _row_mixtures(
+            np.asarray(first, np.float64),
+            np.asarray(second, np.float64),
+            np.ascontiguousarray(swapped, np.bool_),
+            *self._human(),
+            self.column,
         )
 
-    return statistic
+
+def row_statistic(human: np.ndarray, name: str, weights: np.ndarray | None = None) -> RowStatistic:
+    """The ``RowStatistic`` ``name`` against ``human`` (rows repeated ``weights`` times)."""
+    return RowStatistic(human, name, weights)
 
 
 def _members(group_of_row: np.ndarray) -> list[np.ndarray]:
