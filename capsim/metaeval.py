@@ -47,7 +47,7 @@ import numpy as np
 from capsim.data.captions import read_json_file, write_json_atomically
 from capsim.errors import CapsimError, DataFormatError
 from capsim.eval import significance
-from capsim.eval.judgment_harness import NGRAM_METRICS, score_set, set_report
+from capsim.eval.judgment_harness import score_set, set_report
 from capsim.eval.judgment_sets import (
     JUDGMENT_SETS,
     PUBLISHED_SETS,
@@ -57,6 +57,7 @@ from capsim.eval.judgment_sets import (
 )
 from capsim.eval.plugged_metrics import ComputeScore, plugged_metric
 from capsim.eval.set_significance import set_significance
+from capsim.metrics.coco_metrics import BUILTIN_METRIC_NAMES
 from capsim.tables import format_table
 
 CLUSTER_TEST = "perm_both"  # the clusters shown on screen and in the CSV
@@ -278,9 +279,9 @@ def run(
     references = {k: Path(v) for k, v in _named(args.references, "--references").items()}
     plugins = _named(args.metric, "--metric")
     files = _named(args.scores, "--scores")
-    builtin = [m for m in NGRAM_METRICS if not (args.no_meteor and m == "METEOR")]
+    builtin = [m for m in BUILTIN_METRIC_NAMES if not (args.no_meteor and m == "METEOR")]
     known = [*builtin, *builtin_scorers, *plugins, *files]
-    reserved = {*NGRAM_METRICS, *builtin_scorers}
+    reserved = {*BUILTIN_METRIC_NAMES, *builtin_scorers}
     clash = sorted(reserved & (set(plugins) | set(files)) | set(plugins) & set(files))
     if clash:
         raise ValueError(f"metric names {clash} are taken: choose other names")

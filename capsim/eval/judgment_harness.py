@@ -29,7 +29,7 @@ from capsim.eval.pairwise_sets import (
     preference_pairs,
 )
 from capsim.eval.plugged_metrics import ComputeScore, checked_scores, given_scores
-from capsim.metrics.coco_metrics import compute_caption_metrics
+from capsim.metrics.coco_metrics import BUILTIN_METRIC_NAMES, compute_caption_metrics
 from capsim.metrics.tokenizer import ptb_tokenize
 
 PERCENT = meta.PERCENT
@@ -120,7 +120,6 @@ def tau_c_table(pairs: JudgedPairs, scores: Mapping[str, np.ndarray]) -> dict[st
 
 
 # --------------------------------------------------------------------------- metrics
-NGRAM_METRICS = ("BLEU-1", "BLEU-2", "BLEU-3", "BLEU-4", "ROUGE-L", "CIDEr", "METEOR")
 
 
 @dataclasses.dataclass
@@ -138,7 +137,7 @@ def score_set(
     judgments: Sequence[Judgment] | Sequence[PairJudgment],
     scorers: Mapping[str, ComputeScore] = {},
     given: Mapping[str, Mapping[str, object]] = {},
-    builtin: Sequence[str] = NGRAM_METRICS,
+    builtin: Sequence[str] = BUILTIN_METRIC_NAMES,
 ) -> ScoredSet:
     """The ``builtin`` n-gram metrics, each ``scorers[m]`` on the raw captions and each
     ``given[m]`` (row id -> score), in that order, on the set's unique pairs."""
@@ -276,6 +275,6 @@ def evaluate_judgments(
     The metrics are I2CE-style ``compute_score`` ("I2CE") beside BLEU-1..4,
     ROUGE-L, CIDEr and METEOR (capsim's compiled METEOR, no Java), all on the same pairs.
     """
-    builtin = NGRAM_METRICS if include_meteor else NGRAM_METRICS[:-1]
+    builtin = [m for m in BUILTIN_METRIC_NAMES if include_meteor or m != "METEOR"]
     scored = score_set(name, judgments, {"I2CE": compute_score}, builtin=builtin)
     return set_report(scored)[0], scored.skipped

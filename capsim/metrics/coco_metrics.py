@@ -11,20 +11,24 @@ offline. Skipped metrics are reported, not silently dropped from tables.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import shutil
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import numpy as np
 
 from capsim.errors import CaptionError
-from capsim.metrics import meteor
+from capsim.metrics import bootstrap, meteor
 from capsim.metrics.bleu import Bleu
 from capsim.metrics.cider import CiderD
+from capsim.metrics.cider_idf import CorpusIdf
 from capsim.metrics.ngram_counts import (
     DEFAULT_MAX_ORDER,
     Candidates,
     References,
+    pair_ngrams,
     paired_captions,
 )
 from capsim.metrics.rouge import Rouge
@@ -36,6 +40,30 @@ METEOR_FIELD_SEPARATOR = "|||"
 
 
 MeteorEngine = Literal["python", "jar"]
+
+
+@dataclasses.dataclass(frozen=True)
+class BuiltinMetric:
+    """A built-in caption metric: its name in tables and judgment reports, and its key in
+    pycocoevalcap's ``COCOEvalCap.eval``."""
+
+    name: str
+    coco_key: str
+
+
+# The built-in caption metrics, in pycocoevalcap's order: the one list that the drop-in
+# (capsim.metrics.cocoeval), compute_caption_metrics and the judgment harness read. SPICE
+# is pycocoevalcap's Java, run by the drop-in only where it is installed.
+BUILTIN_METRICS = (
+    BuiltinMetric("BLEU-1", "Bleu_1"),
+    BuiltinMetric("BLEU-2", "Bleu_2"),
+    BuiltinMetric("BLEU-3", "Bleu_3"),
+    BuiltinMetric("BLEU-4", "Bleu_4"),
+    BuiltinMetric("METEOR", "METEOR"),
+    BuiltinMetric("ROUGE-L", "ROUGE_L"),
+    BuiltinMetric("CIDEr", "CIDEr"),
+)
+BUILTIN_METRIC_NAMES = tuple(m.name for m in BUILTIN_METRICS)
 
 
 class MetricUnavailable(RuntimeError):
@@ -109,31 +137,63 @@ def compute_meteor(gts: References, res: Candidates, engine: MeteorEngine = "pyt
     return np.asarray(scores, dtype=np.float64)
 
 
+def start_meteor(gts: References, res: Candidates) -> Callable[[], list]:
+    """METEOR's statistics, begun (Meteor.start): its threads run beside the metrics
+    computed before the returned function is called."""
+    return meteor.Meteor().start(gts, res)
+
+
+def builtin_metric_rows(
+    gts: References,
+    res: Candidates,
+    *,
+    include_meteor: bool = True,
+    cider_idf: CorpusIdf | None = None,
+) -> list[bootstrap.MetricRows]:
+    """Per-caption rows of the built-in metrics (BLEU-1..4, METEOR when included, ROUGE-L,
+    CIDEr-D) on tokenised captions, as the drop-in computes them: n-grams counted once for
+    BLEU and CIDEr-D, METEOR's compiled core running beside the others."""
+    paired_captions(gts, res)  # bad input is refused, naming the caption, before any starts
+    meteor_statistics = start_meteor(gts, res) if include_meteor else None
+    try:
+        ngrams = pair_ngrams(gts, res, DEFAULT_MAX_ORDER)
+        rows = [bootstrap.bleu_rows(Bleu().statistics_of(ngrams))]
+        rouge = bootstrap.mean_rows("ROUGE_L", Rouge().compute_score(gts, res)[1])
+        cider = bootstrap.mean_rows("CIDEr", CiderD(idf=cider_idf).scores_of(ngrams))
+    finally:
+        if meteor_statistics is not None:
+            rows.append(bootstrap.meteor_rows(meteor_statistics()))
+    return [*rows, rouge, cider]
+
+
+def per_caption(rows: Sequence[bootstrap.MetricRows]) -> dict[str, np.ndarray]:
+    """Each metric's per-caption scores under its table name, in BUILTIN_METRICS' order."""
+    by_key = {}
+    for metric in rows:
+        scores = metric.score(metric.rows, 1)
+        by_key.update({key: scores[:, k] for k, key in enumerate(metric.keys)})
+    return {m.name: by_key[m.coco_key] for m in BUILTIN_METRICS if m.coco_key in by_key}
+
+
 def compute_caption_metrics(
     gts: References, res: Candidates, *, include_meteor: bool = True
 ) -> tuple[dict[str, np.ndarray], dict[str, str]]:
-    """Per-caption BLEU-1..4, ROUGE-L, CIDEr and, when its data files are installed,
-    METEOR (capsim's Python METEOR: no Java).
+    """Per-caption BLEU-1..4, METEOR (when its data files are installed: capsim's METEOR,
+    no Java), ROUGE-L and CIDEr on tokenised captions.
 
     Returns (metric -> per-caption scores in the order of ``res``, metric ->
     reason it was skipped). SPICE is always among the skipped.
     """
-    scores = compute_ngram_metrics(gts, res)
     skipped = {"SPICE": spice_unavailable_reason()}
     meteor_reason = meteor_unavailable_reason()
     if not include_meteor:
         skipped["METEOR"] = "not requested (include_meteor=False)"
     elif meteor_reason is not None:
         skipped["METEOR"] = meteor_reason
-    else:
-        scores["METEOR"] = compute_meteor(gts, res)
-    return scores, skipped
+    with_meteor = "METEOR" not in skipped
+    return per_caption(builtin_metric_rows(gts, res, include_meteor=with_meteor)), skipped
 
 
 def compute_ngram_metrics(gts: References, res: Candidates) -> dict[str, np.ndarray]:
     """Per-caption BLEU-1..4, ROUGE-L and CIDEr (CIDEr-D), in the order of ``res``."""
-    _, bleu = Bleu(DEFAULT_MAX_ORDER).compute_score(gts, res)
-    metrics = {f"BLEU-{order + 1}": np.asarray(s) for order, s in enumerate(bleu)}
-    metrics["ROUGE-L"] = Rouge().compute_score(gts, res)[1]
-    metrics["CIDEr"] = CiderD().compute_score(gts, res)[1]
-    return metrics
+    return per_caption(builtin_metric_rows(gts, res, include_meteor=False))

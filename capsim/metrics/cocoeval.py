@@ -38,12 +38,9 @@ from typing import Any
 
 from capsim.errors import CapsimError, CaptionError, DataFormatError
 from capsim.metrics import bootstrap
-from capsim.metrics.bleu import Bleu
 from capsim.metrics.caption_files import load_files
-from capsim.metrics.cider import CiderD
 from capsim.metrics.cider_idf import CorpusIdf, corpus_idf
-from capsim.metrics.ngram_counts import DEFAULT_MAX_ORDER, pair_ngrams
-from capsim.metrics.rouge import Rouge
+from capsim.metrics.coco_metrics import builtin_metric_rows
 from capsim.metrics.tokenizer import ptb_tokenize
 
 CORENLP_JAR = "stanford-corenlp-3.6.0.jar"
@@ -87,14 +84,6 @@ def spice_unavailable_reason() -> str | None:
     if not (folder / "lib" / CORENLP_JAR).is_file():
         return f"SPICE not computed: needs {SPICE_HINT}; Stanford CoreNLP is not installed"
     return None
-
-
-def _start_meteor(gts: dict, res: dict) -> Callable[[], list]:
-    """METEOR's statistics, begun (Meteor.start): its threads run beside the metrics
-    computed before the returned function is called."""
-    from capsim.metrics.meteor import Meteor
-
-    return Meteor().start(gts, res)
 
 
 def _spice_scores(gts: dict, res: dict) -> list[float]:
@@ -169,14 +158,7 @@ class COCOEvalCap:
             # Started first: an encoder (I2CE's) and METEOR's compiled core run outside the
             # GIL, in threads beside the Python metrics.
             extra = {n: background.submit(f, raw_gts, raw_res) for n, f in self.scorers.items()}
-            meteor_statistics = _start_meteor(gts, res)
-            try:
-                ngrams = pair_ngrams(gts, res, DEFAULT_MAX_ORDER)  # once, for BLEU and CIDEr-D
-                bleu = bootstrap.bleu_rows(Bleu().statistics_of(ngrams))
-                rouge = bootstrap.mean_rows("ROUGE_L", Rouge().compute_score(gts, res)[1])
-                cider = bootstrap.mean_rows("CIDEr", CiderD(idf=self.cider_idf).scores_of(ngrams))
-            finally:
-                meteor = bootstrap.meteor_rows(meteor_statistics())
+            bleu, meteor, rouge, cider = builtin_metric_rows(gts, res, cider_idf=self.cider_idf)
             spice = None if spice_reason else bootstrap.mean_rows("SPICE", _spice_scores(gts, res))
             extra_rows = [_mean_of(name, future) for name, future in extra.items()]
             # Each metric's per-image rows, in pycocoevalcap's order (None: SPICE unavailable).
