@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from capsim.cache import use_compilation_cache
@@ -33,9 +34,13 @@ class COCOEvalCap(cocoeval.COCOEvalCap):
     """capsim.metrics.cocoeval.COCOEvalCap with the I2CE column (and any other ``scorers``)."""
 
     def __init__(
-        self, coco: Any, cocoRes: Any, scorers: Mapping[str, cocoeval.RawScorer] | None = None
+        self,
+        coco: Any,
+        cocoRes: Any,
+        scorers: Mapping[str, cocoeval.RawScorer] | None = None,
+        cider_idf: str | Path | cocoeval.CorpusIdf | None = None,
     ):
-        super().__init__(coco, cocoRes, {**SCORERS, **(scorers or {})})
+        super().__init__(coco, cocoRes, {**SCORERS, **(scorers or {})}, cider_idf)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

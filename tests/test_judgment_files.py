@@ -201,7 +201,7 @@ def test_pascal50s_json_layout_and_its_labels(tmp_path):
         ],
         "MM": [{"captions": ["a cat", "a dog"], "label": 0, "references": ["r"], "image": 7}],
     }
-    path = tmp_path / "pascal50s.json"
+    path = tmp_path / "pascal50s_hc.data"  # recognised by its content, whatever its name
     path.write_text(json.dumps(data))
     judgments = load_set("pascal50s", path)
     assert [(j.category, j.preference, j.image_id) for j in judgments] == [

@@ -72,17 +72,25 @@ def _read_flickr8k_expert(path: Path, references: References | None) -> list[Jud
     )
 
 
+def _is_json(path: Path) -> bool:
+    """Whether a file holds JSON (by its first bytes: MATLAB files begin "MATLAB")."""
+    if not path.is_file():
+        return False
+    with path.open("rb") as handle:
+        return handle.read(64).lstrip()[:1] in (b"{", b"[")
+
+
 def _read_pascal50s(path: Path, references: References | None) -> list[PairJudgment]:
     if path.is_dir():
         path = path / PASCAL_PAIRS_FILE
-    if path.suffix == ".json":
+    if _is_json(path):
         return judgment_files.read_pascal50s_json(path)
     return read_pascal50s(path, references)
 
 
 def pascal50s_labels(path: str | Path) -> str:
     """Which human labels a PASCAL-50S path brings: the JSON's or the MATLAB votes."""
-    if Path(path).suffix == ".json":
+    if _is_json(Path(path)):
         return "the JSON file's label field (one preferred caption a pair)"
     return "the majority of the 48 votes a pair in consensus_pascal.mat (ties left out)"
 
