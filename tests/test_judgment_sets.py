@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
-from test_judgment_files import write_caption_pairs, write_judgment_csv
+from test_judgment_files import WORDS, write_caption_pairs, write_judgment_csv
 from test_judgments import _write_pascal
 
 from capsim import metaeval
@@ -30,31 +30,13 @@ FIXTURES = Path(__file__).parent / "fixtures" / "judgments"
 RECORD = {JudgmentProtocol.ABSOLUTE: Judgment, JudgmentProtocol.PAIRWISE: PairJudgment}
 
 
-NEBULA_WORDS = [
-    "a",
-    "dog",
-    "cat",
-    "man",
-    "woman",
-    "runs",
-    "sits",
-    "on",
-    "the",
-    "grass",
-    "beach",
-    "red",
-    "ball",
-    "with",
-]
-
-
 def _write_nebula(tmp_path: Path, rows: int = 40, seed: int = 0) -> Path:
     """A file in Nebula's format: a JSON array of {imgid, mt, refs, score}; row 3's
     candidate is one of its own references, as 15 of Nebula's are."""
     rng = np.random.default_rng(seed)
 
     def caption() -> str:
-        return " ".join(rng.choice(NEBULA_WORDS, size=int(rng.integers(3, 9))))
+        return " ".join(rng.choice(WORDS, size=int(rng.integers(3, 9))))
 
     data = []
     for i in range(rows):

@@ -26,8 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from capsim.data.captions import iter_lines, read_json_file, read_text_file
-from capsim.data.judgments import Judgment, PairJudgment
+from capsim.data.captions import read_json_file, read_text_file
+from capsim.data.judgments import Judgment, PairJudgment, iter_jsonl
 from capsim.errors import DataFormatError
 
 PASCAL_JSON_CATEGORIES = ("HC", "HI", "HM", "MM")
@@ -48,21 +48,14 @@ def _text(value: Any) -> bool:
 
 
 def _json_rows(path: str | Path) -> Iterator[tuple[int | None, str, Any]]:
-    """(line or None, "row N", row) of a JSON list or of JSON lines (blank lines skipped)."""
+    """(line or None, "row N", row) of a JSON list or of JSON lines (blank lines skipped;
+    a line that is not a JSON object is refused)."""
     if read_text_file(path).lstrip().startswith("["):
         for index, row in enumerate(read_json_file(path)):
             yield None, f"row {index}", row
         return
-    index = 0
-    for number, line in iter_lines(path):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataFormatError(path, f"malformed JSON ({error.msg})", number) from error
+    for index, (number, row) in enumerate(iter_jsonl(path)):
         yield number, f"row {index}", row
-        index += 1
 
 
 def read_caption_pairs(path: str | Path) -> list[PairJudgment]:

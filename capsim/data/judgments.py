@@ -165,7 +165,9 @@ def read_flickr8k_cf(
 THUMB_SCORE_KEY = "human_score"  # (P + R) / 2 plus the Flu/Con/Inc penalties
 
 
-def _iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) of each non-blank line; malformed JSON or a line that is not
+    an object is refused with its line."""
     for number, line in iter_lines(path):
         if not line.strip():
             continue
@@ -180,7 +182,7 @@ def _iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
 def _thumb_references(path: str | Path) -> dict[str, tuple[str, ...]]:
     references = {}
-    for number, row in _iter_jsonl(path):
+    for number, row in iter_jsonl(path):
         refs = row.get("refs")
         if (
             "seg_id" not in row
@@ -203,7 +205,7 @@ def read_thumb(jsonl_path: str | Path, references_path: str | Path | None = None
     """
     references = _thumb_references(references_path) if references_path is not None else None
     judgments = []
-    for number, row in _iter_jsonl(jsonl_path):
+    for number, row in iter_jsonl(jsonl_path):
         try:
             seg_id, system, hyp = str(row["seg_id"]), row["SYS"], row["hyp"]
             score = float(row[THUMB_SCORE_KEY])
@@ -318,7 +320,7 @@ def read_nebula(path: str | Path) -> list[Judgment]:
         data = read_json_file(path)
         rows = [(None, f"row {i}", row) for i, row in enumerate(data)]
     else:
-        rows = [(line, f"row {i}", row) for i, (line, row) in enumerate(_iter_jsonl(path))]
+        rows = [(line, f"row {i}", row) for i, (line, row) in enumerate(iter_jsonl(path))]
     judgments = []
     for index, (line, where, row) in enumerate(rows):
         if not isinstance(row, dict):

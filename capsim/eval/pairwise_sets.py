@@ -11,7 +11,7 @@ and images resampled (pairs that name no image are each their own).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -71,25 +71,20 @@ def pascal_report(
         [names.index(c) for c, d in zip(pairs.categories, decided, strict=True) if d]
     )
     columns = [*names, "mean"]
-    ones = np.ones(category.size)
     weights = (
         meta.image_weights(np.arange(category.size), resamples, seed, category)
         if resamples
         else None
     )
-    report: dict[str, dict] = {}
-    full_mean, resampled_mean = {}, {}
-    for metric, per_candidate in scores.items():
+
+    def accuracies(agree: np.ndarray, w: np.ndarray) -> np.ndarray:
+        return meta.pairwise_accuracy(agree, category, w)
+
+    def agreement(per_candidate: np.ndarray) -> np.ndarray:
         a, b = per_candidate[0::2][decided], per_candidate[1::2][decided]
-        agree = np.where(a == b, 0.5, (a > b) == human_a)
-        full = meta.pairwise_accuracy(agree, category, ones)[0]
-        resampled = meta.pairwise_accuracy(agree, category, weights) if resamples else None
-        report[metric] = meta.percent_summaries(full, resampled, columns, confidence)
-        full_mean[metric] = full[-1]
-        resampled_mean[metric] = resampled[:, -1] if resamples else None
-    if not resamples:
-        return report, {}
-    return report, meta.percent_comparisons(meta.comparisons(full_mean, resampled_mean, confidence))
+        return np.where(a == b, 0.5, (a > b) == human_a)
+
+    return _agreement_report(scores, agreement, accuracies, weights, columns, "mean", confidence)
 
 
 def pair_set_report(
@@ -114,17 +109,35 @@ def pair_set_report(
         per_category = meta.pairwise_accuracy(agree, category, w)[:, :-1]
         return np.c_[overall, per_category][:, : len(columns)]
 
+    def agreement(per_candidate: np.ndarray) -> np.ndarray:
+        return (per_candidate[0::2] > per_candidate[1::2]).astype(np.float64)
+
+    return _agreement_report(scores, agreement, shares, weights, columns, "accuracy", confidence)
+
+
+def _agreement_report(
+    scores: Mapping[str, np.ndarray],
+    agreement: Callable[[np.ndarray], np.ndarray],
+    summary: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    weights: np.ndarray | None,
+    columns: list[str],
+    statistic: str,
+    confidence: float,
+) -> tuple[dict[str, dict], dict]:
+    """Per metric: ``summary`` (one value a column) of its pairs' ``agreement`` with the
+    humans, then with each line of ``weights`` (the resamples); and the comparisons
+    between metrics on the ``statistic`` column."""
+    column = columns.index(statistic)
     report: dict[str, dict] = {}
-    full_share, resampled_share = {}, {}
+    full_statistic, resampled_statistic = {}, {}
     for metric, per_candidate in scores.items():
-        agree = (per_candidate[0::2] > per_candidate[1::2]).astype(np.float64)
-        full = shares(agree, np.ones(agree.size))[0]
-        resampled = shares(agree, weights) if resamples else None
+        agree = agreement(per_candidate)
+        full = summary(agree, np.ones(agree.size))[0]
+        resampled = summary(agree, weights) if weights is not None else None
         report[metric] = meta.percent_summaries(full, resampled, columns, confidence)
-        full_share[metric] = full[0]
-        resampled_share[metric] = resampled[:, 0] if resamples else None
-    if not resamples:
+        full_statistic[metric] = full[column]
+        resampled_statistic[metric] = resampled[:, column] if weights is not None else None
+    if weights is None:
         return report, {}
-    return report, meta.percent_comparisons(
-        meta.comparisons(full_share, resampled_share, confidence)
-    )
+    comparisons = meta.comparisons(full_statistic, resampled_statistic, confidence)
+    return report, meta.percent_comparisons(comparisons)
