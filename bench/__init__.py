@@ -1,7 +1,7 @@
 """The benchmarks behind bench/RESULTS.md: one module per measurement, run as scripts.
 
     python bench/throughput.py --steps 10
-    python bench/i2ce_human_judgments.py --data_dir ../shared/data
+    python bench/quality/i2ce_human_judgments.py --data_dir ../shared/data
 
 ``harness`` holds what they share (alternating rounds, ratios, load, machine
 facts, RESULTS.md sections); ``flops``, ``torch_reference`` and ``minilm`` the

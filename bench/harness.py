@@ -111,12 +111,19 @@ def update_section(title: str, section: str) -> None:
     RESULTS_MD.write_text(text)
 
 
+def script_path(script: str) -> str:
+    """Where the bench or tool named ``script`` lives, from the clone's root, as its command
+    names it (``bench/quality/meta_evaluation.py``)."""
+    found = [*BENCH_DIR.glob(f"**/{script}.py"), *(REPO / "tools").glob(f"{script}.py")]
+    return found[0].relative_to(REPO).as_posix()
+
+
 def record_results(script: str, rows: list, section: str, text: str) -> None:
     """``rows`` as bench/results/<script>.json and ``text`` as the RESULTS.md ``section``,
-    headed by the command line that made them (``python bench/<script>.py ...``)."""
+    headed by the command line that made them (``python bench/<folder>/<script>.py ...``)."""
     RESULTS_DIR.mkdir(exist_ok=True)
     (RESULTS_DIR / f"{script}.json").write_text(json.dumps(rows, indent=2) + "\n")
-    command = shlex.join(["python", f"bench/{script}.py", *sys.argv[1:]])
+    command = shlex.join(["python", script_path(script), *sys.argv[1:]])
     update_section(section, f"{section}\n\nCommand: `{command}`\n\n{text}\n")
 
 

@@ -1,4 +1,4 @@
-"""bench/scoring_parts.py and bench/scoring_suite.py on tiny inputs: the scorer's parts add up to
+"""bench/throughput_tables/scorer_parts.py and bench/throughput_tables/metric_suite.py on tiny inputs: the scorer's parts add up to
 its call, the suite times both evaluators on the same files, a fresh process's first call."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from bench import scoring_parts, scoring_suite
+from bench.throughput_tables import metric_suite as scoring_suite
+from bench.throughput_tables import scorer_parts as scoring_parts
 from capsim import text
 from configs import i2ce_coco_margin
 from i2ce_jax.model import build_model
