@@ -1,5 +1,6 @@
 """docs/architecture.md against the tree: every file it names exists, and its layout names
-every module of the shared core, of the trainer and of the bench."""
+every module of the shared core, of the trainer, of the bench (and each of its folders) and
+of the tools."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ FILE_NAME = re.compile(r"(?<![\w.])[\w/]+\.(?:py|md|txt|ipynb)\b")
 SKIPPED = {".venv", ".git", "node_modules"}
 # Named in the docs but not files of the repository: a placeholder, and a file a command
 # writes into a workdir.
-NOT_FILES = {"bench/NAME.py", "report.md"}
+NOT_FILES = {"bench/NAME.py", "bench/FOLDER/NAME.py", "tools/NAME.py", "report.md"}
 
 
 def _repository_files() -> list[Path]:
@@ -46,7 +47,11 @@ def test_the_layout_names_every_core_module_package_and_bench_module():
             *(p.name for p in (core / "train").glob("*.py") if p.name != "__init__.py"),
             *(p.parent.name + "/" for p in core.glob("*/**/__init__.py")),
         ],
-        bench: [p.name for p in (REPO / "bench").glob("*.py") if p.name != "__init__.py"],
+        bench: [
+            *(p.name for p in (REPO / "bench").rglob("*.py") if p.name != "__init__.py"),
+            *(f"\n  {p.parent.name}/ " for p in (REPO / "bench").glob("*/__init__.py")),
+            *(p.name for p in (REPO / "tools").glob("*.py") if p.name != "__init__.py"),
+        ],
     }
     missing = sorted(name for block, names in wanted.items() for name in names if name not in block)
     assert not missing, f"docs/architecture.md's layout does not name: {missing}"

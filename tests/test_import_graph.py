@@ -23,6 +23,9 @@ PACKAGES = ("capsim", "vtfn_jax", "i2ce_jax")
 # The modules that may import capsim.train: training itself and the two training entry
 # points. Models are declared as tasks (capsim.task) below it.
 TRAINING = ("capsim.train", "vtfn_jax.train", "i2ce_jax.train")
+# The commands on top of training, the only modules besides TRAINING that reach it: the
+# packaged I2CE models' rebuild, which trains a recipe and exports it.
+TRAINING_COMMANDS = ("i2ce_jax.rebuild_pretrained",)
 
 
 def _module_name(path: Path) -> str:
@@ -127,6 +130,52 @@ def test_only_training_imports_the_trainer():
         if not module.startswith(TRAINING)
         for target in targets
         if target == "capsim.train" or target.startswith("capsim.train.")
+    )
+    assert not offenders, offenders
+
+
+def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module that importing ``start`` loads, through any chain of imports."""
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        for module in graph.get(stack.pop(), ()):
+            if module not in seen:
+                seen.add(module)
+                stack.append(module)
+    return seen
+
+
+def _is_training(module: str) -> bool:
+    return module.startswith(TRAINING)
+
+
+def test_nothing_below_training_reaches_it_through_any_chain():
+    """No arrow up anywhere: outside TRAINING and TRAINING_COMMANDS no module loads a
+    training module, directly or through others (the packaged models' loader included:
+    i2ce_jax/pretrained/ is what the scorer loads)."""
+    graph = import_graph()
+    offenders = sorted(
+        module
+        for module in graph
+        if not _is_training(module) and module not in TRAINING_COMMANDS
+        if any(_is_training(target) for target in _reached(graph, module))
+    )
+    assert not offenders, offenders
+    assert _reached(graph, "i2ce_jax.rebuild_pretrained") >= {"i2ce_jax.train", "capsim.train"}
+
+
+def test_in_i2ce_jax_only_the_trainer_and_the_rebuild_name_a_trainer():
+    """The direct form of the rule for the paper that ships models: under i2ce_jax/ only
+    i2ce_jax/train.py and i2ce_jax/rebuild_pretrained.py import i2ce_jax.train or
+    capsim.train."""
+    offenders = sorted(
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        if module.split(".")[0] == "i2ce_jax"
+        and module not in ("i2ce_jax.train", *TRAINING_COMMANDS)
+        for target in targets
+        if target == "i2ce_jax.train" or target.split(".")[:2] == ["capsim", "train"]
     )
     assert not offenders, offenders
 
