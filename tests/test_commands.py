@@ -68,9 +68,7 @@ def test_every_documented_command_names_a_file_that_exists():
     missing = sorted(
         f"{target} (in {', '.join(documents)})"
         for target, documents in TARGETS.items()
-        if not (
-            _module_file(target[3:]) if target.startswith("-m ") else (REPO / target).is_file()
-        )
+        if not (_module_file(target[3:]) if target.startswith("-m ") else (REPO / target).is_file())
     )
     assert not missing, missing
 
