@@ -81,7 +81,7 @@ import numpy as np
 from bench.accelerator import training as accelerator_training
 from bench.accelerator.input_wait import input_wait
 from bench.accelerator.levers import levers
-from bench.accelerator.rows import Budget, Recorder, Skipped
+from bench.accelerator.rows import Budget, Recorder, Skipped, rows_table
 from bench.accelerator.training import DTYPES, Scale, device_peaks, dtype_ratios, time_training
 from bench.cases.catalogue import CASES, SWEPT
 from capsim import mesh as mesh_lib
@@ -294,28 +294,6 @@ def run_checks(rec: Recorder, scale: Scale, steps: int, data_dir: Path, peaks, t
 
 
 # --------------------------------------------------------------------------- the run
-def _cell(row: Mapping, key: str, spec: str) -> str:
-    value = row.get(key)
-    return "" if value is None else format(value, spec)
-
-
-def table(rows: list[dict]) -> str:
-    lines = [
-        "| check | dtype | batch | status | throughput | unit | step ms | TFLOP/s | MFU "
-        "| JAX/PyTorch | note |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        note = row.get("error") or row.get("note", "")
-        lines.append(
-            f"| {row['check']} | {row['dtype']} | {_cell(row, 'batch', ',')} | {row['status']} "
-            f"| {_cell(row, 'throughput', ',.0f')} | {row.get('unit', '')} "
-            f"| {_cell(row, 'step_ms', '.2f')} | {_cell(row, 'tflops', '.3g')} "
-            f"| {_cell(row, 'mfu', '.2%')} | {_cell(row, 'ratio_median', '.2f')} | {note} |"
-        )
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -372,7 +350,7 @@ def report(result: dict, out: Path, failed: list[str]) -> None:
         f"\n{device['device_count']} x {device['device_kind']} ({device['platform']}); MFU against the "
         f"peak of all devices together, per dtype ({'; '.join(sources)})"
     )
-    print(table(result["rows"]))
+    print(rows_table(result["rows"]))
     skipped = sum(row["status"] == "skipped" for row in result["rows"])
     print(f"{result['seconds']:.0f} s of a {result['budget_s']:.0f} s budget; {skipped} skipped")
     print(f"JSON: {out}")

@@ -72,6 +72,28 @@ def ratio_summary(ours: Sequence[float], reference: Sequence[float]) -> dict[str
     }
 
 
+def ratio_cells(row: Mapping, spec: str = ".2f") -> list[str]:
+    """A row's ratio median, min and max (``ratio_summary``'s keys) as table cells."""
+    return [format(row[key], spec) for key in ("ratio_median", "ratio_min", "ratio_max")]
+
+
+def ratio_spread(row: Mapping, spec: str = ".2f") -> str:
+    """A row's ratio as one table cell: median (min-max)."""
+    low, median, high = (format(row[k], spec) for k in ("ratio_min", "ratio_median", "ratio_max"))
+    return f"{median} ({low}-{high})"
+
+
+def spread_cell(values: Sequence[float], spec: str = ".2f") -> str:
+    """Repeated timings as one table cell: median (min-max)."""
+    low, median, high = min(values), float(np.median(values)), max(values)
+    return f"{median:{spec}} ({low:{spec}}-{high:{spec}})"
+
+
+def load_cell(row: Mapping) -> str:
+    """The load average before and after a row's measurement, as one table cell."""
+    return f"{row['load_start']:.2f} / {row['load_end']:.2f}"
+
+
 def machine_facts() -> dict:
     """Cores, platform and library versions; torch's threads when a torch reference runs.
     JAX is imported here, not above, so that the metric benches run on the metrics install."""

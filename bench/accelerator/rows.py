@@ -23,6 +23,8 @@ from pathlib import Path
 import jax
 import numpy as np
 
+from capsim.tables import format_cells
+
 
 class Skipped(Exception):
     """A check that cannot run here; its row says why."""
@@ -108,6 +110,46 @@ def row_line(row: Mapping) -> str:
     quiet = row["status"] == "ok" and row.get("throughput") is not None  # its note: sizes
     note = row.get("error") or ("" if quiet else row.get("note", ""))
     return "".join(parts) + (f": {note}" if note else "")
+
+
+def _cell(row: Mapping, key: str, spec: str) -> str:
+    value = row.get(key)
+    return "" if value is None else format(value, spec)
+
+
+def rows_table(rows: list[dict]) -> str:
+    """One line per row of the check, as printed and kept in the JSON's summary."""
+    return format_cells(
+        [
+            "check",
+            "dtype",
+            "batch",
+            "status",
+            "throughput",
+            "unit",
+            "step ms",
+            "TFLOP/s",
+            "MFU",
+            "JAX/PyTorch",
+            "note",
+        ],
+        [
+            [
+                row["check"],
+                row["dtype"],
+                _cell(row, "batch", ","),
+                row["status"],
+                _cell(row, "throughput", ",.0f"),
+                row.get("unit", ""),
+                _cell(row, "step_ms", ".2f"),
+                _cell(row, "tflops", ".3g"),
+                _cell(row, "mfu", ".2%"),
+                _cell(row, "ratio_median", ".2f"),
+                row.get("error") or row.get("note", ""),
+            ]
+            for row in rows
+        ],
+    )
 
 
 class Recorder:

@@ -47,6 +47,7 @@ from bench import harness
 from capsim import cache
 from capsim.eval.judgment_sets import load_set
 from capsim.metrics.meteor import Meteor, meteor_from_stats
+from capsim.tables import format_cells
 
 TOLERANCE = 1e-6
 # Two references' statistics that tie in exact arithmetic (the same candidate of 7 words;
@@ -130,18 +131,29 @@ def agreement(name: str, gts: dict, res: dict, jar, ours: Meteor) -> dict:
 
 
 def agreement_table(rows: list[dict]) -> str:
-    lines = [
-        "| set | captions | within 1e-6 of the jar | largest difference "
-        "| corpus (jar) | corpus (capsim) | corpus difference |",
-        "|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for row in rows:
-        lines.append(
-            f"| {row['set']} | {row['captions']} | {row['within']:.2%} "
-            f"| {row['max_difference']:.4f} | {row['jar_corpus']:.6f} "
-            f"| {row['python_corpus']:.6f} | {abs(row['jar_corpus'] - row['python_corpus']):.2e} |"
-        )
-    return "\n".join(lines)
+    return format_cells(
+        [
+            "set",
+            "captions",
+            "within 1e-6 of the jar",
+            "largest difference",
+            "corpus (jar)",
+            "corpus (capsim)",
+            "corpus difference",
+        ],
+        [
+            [
+                row["set"],
+                row["captions"],
+                f"{row['within']:.2%}",
+                f"{row['max_difference']:.4f}",
+                f"{row['jar_corpus']:.6f}",
+                f"{row['python_corpus']:.6f}",
+                f"{abs(row['jar_corpus'] - row['python_corpus']):.2e}",
+            ]
+            for row in rows
+        ],
+    )
 
 
 def random_statistics(rng: random.Random) -> list[int]:
@@ -189,15 +201,13 @@ def arithmetic(jar, count: int, seed: int = 0) -> dict:
 
 def arithmetic_table(figures: dict) -> str:
     tie = figures["tie"]
-    return "\n".join(
-        [
-            "| statistics | equal bit for bit | within 2 ulp |",
-            "|---:|---:|---:|",
-            f"| {figures['statistics']} | {figures['bit_equal']} | {figures['within_2_ulp']} |",
-            "",
-            "The tie (11 words with 4 matches, 21 with 6; equal in exact arithmetic), "
-            f"jar: {tie[0][0]!r} < {tie[1][0]!r}; capsim: {tie[0][1]!r} < {tie[1][1]!r}",
-        ]
+    columns = ["statistics", "equal bit for bit", "within 2 ulp"]
+    return (
+        format_cells(
+            columns, [[figures["statistics"], figures["bit_equal"], figures["within_2_ulp"]]]
+        )
+        + "\n\nThe tie (11 words with 4 matches, 21 with 6; equal in exact arithmetic), "
+        f"jar: {tie[0][0]!r} < {tie[1][0]!r}; capsim: {tie[0][1]!r} < {tie[1][1]!r}"
     )
 
 
@@ -253,17 +263,18 @@ def speed(gts: dict, res: dict, jar, ours: Meteor, rounds: int) -> dict:
 
 
 def speed_table(figures: dict) -> str:
-    lines = [
-        "| run | jar (median s) | capsim (median s) | speed-up median [min, max] |",
-        "|---|---:|---:|---:|",
-    ]
-    for name in ("cold", "warm"):
-        row = figures[name]
-        lines.append(
-            f"| {name} | {row['jar_seconds']:.2f} | {row['python_seconds']:.2f} "
-            f"| {row['ratio_median']:.1f}x [{row['ratio_min']:.1f}, {row['ratio_max']:.1f}] |"
-        )
-    return "\n".join(lines)
+    return format_cells(
+        ["run", "jar (median s)", "capsim (median s)", "speed-up median [min, max]"],
+        [
+            [
+                name,
+                f"{row['jar_seconds']:.2f}",
+                f"{row['python_seconds']:.2f}",
+                f"{row['ratio_median']:.1f}x [{row['ratio_min']:.1f}, {row['ratio_max']:.1f}]",
+            ]
+            for name, row in ((name, figures[name]) for name in ("cold", "warm"))
+        ],
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -39,10 +39,12 @@ from collections.abc import Mapping
 import numpy as np
 
 from bench import harness
+from bench.harness import load_cell
 from bench.throughput_tables.metric_suite import _evaluate, _NoSpice, write_coco_files
 from capsim.metrics import cocoeval
 from capsim.metrics.meteor import Meteor
 from capsim.metrics.tokenizer import ptb_tokenize
+from capsim.tables import format_cells
 
 SECTION = "## Caption metrics against caption length"
 COCO_CAPTIONS = harness.SHARED_DATA / "coco" / "captions_val2017.json"
@@ -172,51 +174,68 @@ def _ratio(row: Mapping) -> str:
     return f"**{row['ratio_median']:.1f}×** ({row['ratio_min']:.1f}-{row['ratio_max']:.1f})"
 
 
-def _load(row: Mapping) -> str:
-    return f"{row['load_start']:.2f} / {row['load_end']:.2f}"
-
-
 def meteor_table(rows: list[dict]) -> str:
     threads = rows[0]["threads"]
-    lines = [
-        "| words | pairs | jar ms/pair | capsim ms/pair, 1 thread | jar / capsim, 1 thread "
-        f"| capsim ms/pair, {threads} threads | jar / capsim, {threads} threads | load |",
-        "|---:|---:|---:|---:|---:|---:|---:|---|",
+    columns = [
+        "words",
+        "pairs",
+        "jar ms/pair",
+        "capsim ms/pair, 1 thread",
+        "jar / capsim, 1 thread",
+        f"capsim ms/pair, {threads} threads",
+        f"jar / capsim, {threads} threads",
+        "load",
     ]
+    cells = []
     for row in rows:
         threaded = {key[len("threads_") :]: row[key] for key in row if key.startswith("threads_")}
-        lines.append(
-            f"| {row['words']} | {row['pairs']} | {row['jar_ms_per_pair']:.3f} "
-            f"| {row['capsim_ms_per_pair']:.3f} | {_ratio(row)} "
-            f"| {row['threads_ms_per_pair']:.3f} | {_ratio(threaded)} | {_load(row)} |"
+        cells.append(
+            [
+                row["words"],
+                row["pairs"],
+                f"{row['jar_ms_per_pair']:.3f}",
+                f"{row['capsim_ms_per_pair']:.3f}",
+                _ratio(row),
+                f"{row['threads_ms_per_pair']:.3f}",
+                _ratio(threaded),
+                load_cell(row),
+            ]
         )
-    return "\n".join(lines)
+    return format_cells(columns, cells)
 
 
 def thread_table(rows: list[dict]) -> str:
-    lines = [
-        "| threads | words | pairs | ms/pair | speed against 1 thread | load |",
-        "|---:|---:|---:|---:|---:|---|",
-    ]
-    for row in rows:
-        lines.append(
-            f"| {row['threads']} | {row['words']} | {row['pairs']} | {row['ms_per_pair']:.3f} "
-            f"| {_ratio(row)} | {_load(row)} |"
-        )
-    return "\n".join(lines)
+    return format_cells(
+        ["threads", "words", "pairs", "ms/pair", "speed against 1 thread", "load"],
+        [
+            [
+                row["threads"],
+                row["words"],
+                row["pairs"],
+                f"{row['ms_per_pair']:.3f}",
+                _ratio(row),
+                load_cell(row),
+            ]
+            for row in rows
+        ],
+    )
 
 
 def evaluate_table(rows: list[dict]) -> str:
-    lines = [
-        "| words | images | capsim s | pycocoevalcap s | pycocoevalcap / capsim | load |",
-        "|---:|---:|---:|---:|---:|---|",
-    ]
-    for row in rows:
-        lines.append(
-            f"| {row['words']} | {row['images']} | {row['capsim_s']:.2f} "
-            f"| {row['pycocoevalcap_s']:.2f} | {_ratio(row)} | {_load(row)} |"
-        )
-    return "\n".join(lines)
+    return format_cells(
+        ["words", "images", "capsim s", "pycocoevalcap s", "pycocoevalcap / capsim", "load"],
+        [
+            [
+                row["words"],
+                row["images"],
+                f"{row['capsim_s']:.2f}",
+                f"{row['pycocoevalcap_s']:.2f}",
+                _ratio(row),
+                load_cell(row),
+            ]
+            for row in rows
+        ],
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -26,8 +26,16 @@ import argparse
 import numpy as np
 
 from bench.cases.placed import JaxRunner
-from bench.harness import load_average, machine_facts, ratio_summary, time_rounds, update_section
+from bench.harness import (
+    load_average,
+    machine_facts,
+    ratio_cells,
+    ratio_summary,
+    time_rounds,
+    update_section,
+)
 from capsim.data import glove
+from capsim.tables import format_cells
 from i2ce_jax import data as i2ce_data
 from i2ce_jax import model as i2ce_model
 from i2ce_jax.pretrained import recipe
@@ -73,15 +81,27 @@ def main() -> None:
         **ratios,
         "load": f"{load_start:.2f} / {load_end:.2f}",
     }
-    header = "| model | captions | pipeline ex/s | step ex/s | ratio median | min | max | load start / end |"
-    table = "\n".join(
+    table = format_cells(
         [
-            header,
-            "|---|---:|---:|---:|---:|---:|---:|---|",
-            f"| {args.model} | {row['captions']:,} | {row['pipeline ex/s']:.0f} | "
-            f"{row['step ex/s']:.0f} | {row['ratio_median']:.1f} | {row['ratio_min']:.1f} | "
-            f"{row['ratio_max']:.1f} | {row['load']} |",
-        ]
+            "model",
+            "captions",
+            "pipeline ex/s",
+            "step ex/s",
+            "ratio median",
+            "min",
+            "max",
+            "load start / end",
+        ],
+        [
+            [
+                args.model,
+                f"{row['captions']:,}",
+                f"{row['pipeline ex/s']:.0f}",
+                f"{row['step ex/s']:.0f}",
+                *ratio_cells(row, ".1f"),
+                row["load"],
+            ]
+        ],
     )
     print(table)
     command = " ".join(["python", *sys.argv]).replace(str(data_dir), "../shared/data")

@@ -16,14 +16,10 @@ import numpy as np
 
 from bench.cases.catalogue import CASES, CaseSizes, i2ce_case
 from bench.cases.placed import placed_batch, process_rows
-from bench.harness import load_average, ratio_summary, time_rounds
+from bench.harness import load_average, ratio_spread, ratio_summary, time_rounds
 from capsim import mesh as mesh_lib
+from capsim.tables import format_cells
 from capsim.train import Trainer
-
-
-def markdown_table(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join([*lines, *("| " + " | ".join(r) + " |" for r in rows)])
 
 
 # --------------------------------------------------------------------------- host key
@@ -121,7 +117,7 @@ def measure_placement(scale: CaseSizes, batch: int, repeats: int, rounds: int) -
 
 
 def placement_table(rows: list[dict]) -> str:
-    return markdown_table(
+    return format_cells(
         ["batch of", "batch", "arrays", "MB", "µs, one call", "µs, a call per array", "gain"],
         [
             [
@@ -131,7 +127,7 @@ def placement_table(rows: list[dict]) -> str:
                 f"{r['megabytes']:.2f}",
                 f"{r['us_one_call']:,.0f}",
                 f"{r['us_per_array']:,.0f}",
-                f"{r['ratio_median']:.2f} ({r['ratio_min']:.2f}-{r['ratio_max']:.2f})",
+                ratio_spread(r),
             ]
             for r in rows
         ],
@@ -139,7 +135,7 @@ def placement_table(rows: list[dict]) -> str:
 
 
 def host_key_table(rows: list[dict]) -> str:
-    return markdown_table(
+    return format_cells(
         ["model", "sizes", "µs/step, key in step", "µs/step, key on host", "gain (min-max)"],
         [
             [
@@ -147,7 +143,7 @@ def host_key_table(rows: list[dict]) -> str:
                 r["sizes"],
                 f"{r['step_us_key_in_step']:,.0f}",
                 f"{r['step_us_key_on_host']:,.0f}",
-                f"{r['ratio_median']:.2f} ({r['ratio_min']:.2f}-{r['ratio_max']:.2f})",
+                ratio_spread(r),
             ]
             for r in rows
         ],

@@ -47,15 +47,15 @@ from flax import nnx
 from bench import harness
 from bench.cases.catalogue import CASES, PAPER, TOY, CaseSizes, TrainingCase, i2ce_case
 from bench.cases.placed import PlacedSteps
-from bench.harness import load_average, machine_facts, ratio_summary, time_rounds
+from bench.harness import load_average, machine_facts, ratio_spread, ratio_summary, time_rounds
 from bench.speed.step_host import (
     host_key_table,
-    markdown_table,
     measure_host_key,
     measure_placement,
     placement_table,
 )
 from capsim.recurrence import scan_rnn
+from capsim.tables import format_cells
 from i2ce_jax import model as i2ce_model
 
 OUT = harness.RESULTS_DIR / "step_levers.json"
@@ -212,7 +212,7 @@ def measure_levers(
 
 # --------------------------------------------------------------------------- tables
 def parts_table(rows: list[dict]) -> str:
-    return markdown_table(
+    return format_cells(
         ["part", "dtype", "batch", "ms per step", "share of the step"],
         [
             [r["part"], r["dtype"], str(r["batch"]), f"{r['ms']:.2f}", f"{r['share_of_step']:.0%}"]
@@ -222,14 +222,14 @@ def parts_table(rows: list[dict]) -> str:
 
 
 def levers_table(rows: list[dict]) -> str:
-    return markdown_table(
+    return format_cells(
         ["lever", "dtype", "batch", "lever / shipped (min-max)", "examples/s", "first loss Δ"],
         [
             [
                 r["lever"],
                 r["dtype"],
                 str(r["batch"]),
-                f"{r['ratio_median']:.2f} ({r['ratio_min']:.2f}-{r['ratio_max']:.2f})",
+                ratio_spread(r),
                 f"{r['examples_per_second']:,.0f}",
                 f"{r['first_loss'] - r['first_loss_shipped']:+.2e}",
             ]

@@ -22,9 +22,10 @@ from bench.cases.catalogue import (
     step_flops,
     synthetic_batches,
 )
-from bench.harness import load_average, ratio_summary, time_rounds
+from bench.harness import load_average, ratio_cells, ratio_summary, time_rounds
 from bench.speed import step_levers
 from bench.throughput_tables.training import TorchRunner, TrainingPair, build_pair, jax_runner
+from capsim.tables import format_cells
 from capsim.train import Trainer
 from capsim.train.checkpoint import Checkpointer
 from i2ce_jax import model as i2ce_model
@@ -182,16 +183,30 @@ def measure_checkpoint_stall(*, rounds: int, sizes: Sizes = DEFAULT_SIZES) -> di
 
 def parts_table(rows: Sequence[Mapping]) -> str:
     """One line per part: time per step on each side, the ratio, and each side's share of peak."""
-    lines = [
-        "| part (forward + backward) | JAX ms | PyTorch ms | ratio median | min | max | GFLOP "
-        "| JAX share of peak | PyTorch share of peak | share of the JAX step |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    lines += [
-        f"| {r['name']} | {r['jax_seconds'] * 1e3:.0f} | {r['torch_seconds'] * 1e3:.0f} | "
-        f"{r['ratio_median']:.2f} | {r['ratio_min']:.2f} | {r['ratio_max']:.2f} | "
-        f"{r['flops_per_step'] / 1e9:.1f} | {r['peak_fraction']:.0%} | "
-        f"{r['torch_peak_fraction']:.0%} | {r['share_of_step']:.0%} |"
-        for r in rows
-    ]
-    return "\n".join(lines)
+    return format_cells(
+        [
+            "part (forward + backward)",
+            "JAX ms",
+            "PyTorch ms",
+            "ratio median",
+            "min",
+            "max",
+            "GFLOP",
+            "JAX share of peak",
+            "PyTorch share of peak",
+            "share of the JAX step",
+        ],
+        [
+            [
+                r["name"],
+                f"{r['jax_seconds'] * 1e3:.0f}",
+                f"{r['torch_seconds'] * 1e3:.0f}",
+                *ratio_cells(r),
+                f"{r['flops_per_step'] / 1e9:.1f}",
+                f"{r['peak_fraction']:.0%}",
+                f"{r['torch_peak_fraction']:.0%}",
+                f"{r['share_of_step']:.0%}",
+            ]
+            for r in rows
+        ],
+    )

@@ -37,10 +37,11 @@ import numpy as np
 
 from bench import harness
 from bench.cases.catalogue import IMAGE_DIM, PAPER, TRAINING_MODELS, narrowed
-from bench.harness import load_average, ratio_summary, time_rounds
+from bench.harness import load_average, load_cell, ratio_summary, time_rounds
 from bench.throughput_tables.pipeline import COCO_IMAGES, synthetic_corpus
 from capsim.data import corpus as corpus_lib
 from capsim.data.pipeline import Batches
+from capsim.tables import format_cells
 from capsim.train import Trainer
 from i2ce_jax import data as i2ce_data
 from i2ce_jax import model as i2ce_model
@@ -243,20 +244,37 @@ def measure_input_rows(
 
 
 def input_table(rows: Sequence[Mapping]) -> str:
-    lines = [
-        "| model | input path | batch | loop ex/s | step ex/s | loop / step median | min "
-        "| max | input wait | batch bytes sent | load start / end |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    lines += [
-        f"| {r['name']} | {r['path']} | {r['batch']} | {r['loop_examples_per_second']:.0f} | "
-        f"{r['step_examples_per_second']:.0f} | {r['loop_over_step_median']:.3f} | "
-        f"{r['loop_over_step_min']:.3f} | {r['loop_over_step_max']:.3f} | "
-        f"{r['input_wait_share']:.1%} | {r['batch_bytes']:,} | "
-        f"{r['load_start']:.2f} / {r['load_end']:.2f} |"
-        for r in rows
-    ]
-    return "\n".join(lines)
+    return format_cells(
+        [
+            "model",
+            "input path",
+            "batch",
+            "loop ex/s",
+            "step ex/s",
+            "loop / step median",
+            "min",
+            "max",
+            "input wait",
+            "batch bytes sent",
+            "load start / end",
+        ],
+        [
+            [
+                r["name"],
+                r["path"],
+                r["batch"],
+                f"{r['loop_examples_per_second']:.0f}",
+                f"{r['step_examples_per_second']:.0f}",
+                f"{r['loop_over_step_median']:.3f}",
+                f"{r['loop_over_step_min']:.3f}",
+                f"{r['loop_over_step_max']:.3f}",
+                f"{r['input_wait_share']:.1%}",
+                f"{r['batch_bytes']:,}",
+                load_cell(r),
+            ]
+            for r in rows
+        ],
+    )
 
 
 def write_input_results(command: str, rows: list[dict], machine: dict) -> str:

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.harness import load_average, ratio_summary, time_rounds
+from bench.harness import load_average, ratio_summary, spread_cell, time_rounds
 from capsim.metrics import cocoeval as capsim_cocoeval
 from capsim.metrics.bleu import Bleu
 from capsim.metrics.cider import CiderD
 from capsim.metrics.meteor import Meteor
 from capsim.metrics.rouge import Rouge
 from capsim.metrics.tokenizer import ptb_tokenize
+from capsim.tables import format_cells
 from i2ce_jax import cocoeval
 from i2ce_jax.scorer import I2CEScorer
 
@@ -220,33 +221,34 @@ def measure_suite(gts: Mapping, res: Mapping, *, rounds: int) -> dict:
 
 
 def suite_table(row: Mapping) -> str:
-    lines = [
-        "| metric | capsim s (median, min-max) | pycocoevalcap s (median, min-max) | ratio |",
-        "|---|---:|---:|---:|",
-    ]
-
     def cell(seconds: Sequence[float] | None) -> str:
-        if not seconds:
-            return "-"
-        return f"{np.median(seconds):.2f} ({min(seconds):.2f}-{max(seconds):.2f})"
+        return spread_cell(seconds) if seconds else "-"
 
+    cells = []
     for metric in SUITE_METRICS:
         ours = row["metrics"]["capsim"].get(metric)
         theirs = row["metrics"]["pycocoevalcap"].get(metric)
         ratio = f"{np.median(theirs) / np.median(ours):.1f}" if ours and theirs else "-"
-        lines.append(f"| {metric} | {cell(ours)} | {cell(theirs)} | {ratio} |")
-    lines.append(
-        f"| whole `evaluate()`, I2CE included | {cell(row['capsim'])} | "
-        f"{cell(row['pycocoevalcap'])} | "
-        f"**{row['ratio_median']:.2f}** ({row['ratio_min']:.2f}-{row['ratio_max']:.2f}) |"
-    )
+        cells.append([metric, cell(ours), cell(theirs), ratio])
     same = row["drop_in_ratio"]
-    lines.append(
-        f"| whole `evaluate()`, the same metrics (the drop-in without I2CE) | "
-        f"{cell(row['drop_in'])} | {cell(row['pycocoevalcap'])} | "
-        f"**{same['ratio_median']:.2f}** ({same['ratio_min']:.2f}-{same['ratio_max']:.2f}) |"
+    cells += [
+        [
+            "whole `evaluate()`, I2CE included",
+            cell(row["capsim"]),
+            cell(row["pycocoevalcap"]),
+            f"**{row['ratio_median']:.2f}** ({row['ratio_min']:.2f}-{row['ratio_max']:.2f})",
+        ],
+        [
+            "whole `evaluate()`, the same metrics (the drop-in without I2CE)",
+            cell(row["drop_in"]),
+            cell(row["pycocoevalcap"]),
+            f"**{same['ratio_median']:.2f}** ({same['ratio_min']:.2f}-{same['ratio_max']:.2f})",
+        ],
+    ]
+    return format_cells(
+        ["metric", "capsim s (median, min-max)", "pycocoevalcap s (median, min-max)", "ratio"],
+        cells,
     )
-    return "\n".join(lines)
 
 
 def meteor_phase_table(row: Mapping) -> str:
@@ -254,18 +256,26 @@ def meteor_phase_table(row: Mapping) -> str:
     phases = row["meteor_phases"]
     whole = np.median(phases["whole"])
     rest = np.subtract(phases["whole"], np.sum([phases[p] for p in METEOR_PHASES], axis=0))
-    lines = [
-        "| METEOR phase | s median | min | max | share of the call |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for name, seconds in (*((p, phases[p]) for p in METEOR_PHASES), ("rest", rest)):
-        lines.append(
-            f"| {name} | {np.median(seconds):.2f} | {min(seconds):.2f} | {max(seconds):.2f} | "
-            f"{np.median(seconds) / whole:.0%} |"
-        )
-    lines.append(f"| whole `Meteor().compute_score` | {whole:.2f} | {min(phases['whole']):.2f} | "
-                 f"{max(phases['whole']):.2f} | 100% |")  # fmt: skip
-    return "\n".join(lines)
+
+    def cells(name: str, seconds: Sequence[float], share: str) -> list[str]:
+        return [
+            name,
+            f"{np.median(seconds):.2f}",
+            f"{min(seconds):.2f}",
+            f"{max(seconds):.2f}",
+            share,
+        ]
+
+    return format_cells(
+        ["METEOR phase", "s median", "min", "max", "share of the call"],
+        [
+            *(
+                cells(name, seconds, f"{np.median(seconds) / whole:.0%}")
+                for name, seconds in (*((p, phases[p]) for p in METEOR_PHASES), ("rest", rest))
+            ),
+            cells("whole `Meteor().compute_score`", phases["whole"], "100%"),
+        ],
+    )
 
 
 def goal_budget(row: Mapping) -> str:

@@ -18,9 +18,10 @@ from bench.cases.catalogue import (
     HostBatch,
     caption_batches,
 )
-from bench.harness import load_average, ratio_summary, time_rounds
+from bench.harness import load_average, load_cell, ratio_cells, ratio_summary, time_rounds
 from capsim.data import corpus as corpus_lib
 from capsim.data.pipeline import READ_OPTIONS, training_dataset
+from capsim.tables import format_cells
 from i2ce_jax import data as i2ce_data
 from vtfn_jax import kinds as vtfn_kinds
 from vtfn_jax.features import ARRAY_RECORD_FILE, ArrayRecordFeatures, FeatureStore
@@ -191,15 +192,26 @@ def measure_pipeline(
 
 def pipeline_table(rows: Sequence[Mapping]) -> str:
     """One line per input pipeline: examples/s, the gain over per-example maps, the headroom."""
-    lines = [
-        "| row | ours ex/s | reference ex/s | ratio median | min | max "
-        "| headroom over the fastest step | load start / end |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    lines += [
-        f"| {r['name']} | {r['ours']:.0f} | {r['reference']:.0f} | {r['ratio_median']:.2f} | "
-        f"{r['ratio_min']:.2f} | {r['ratio_max']:.2f} | {r['headroom']:.1f}x | "
-        f"{r['load_start']:.2f} / {r['load_end']:.2f} |"
-        for r in rows
-    ]
-    return "\n".join(lines)
+    return format_cells(
+        [
+            "row",
+            "ours ex/s",
+            "reference ex/s",
+            "ratio median",
+            "min",
+            "max",
+            "headroom over the fastest step",
+            "load start / end",
+        ],
+        [
+            [
+                r["name"],
+                f"{r['ours']:.0f}",
+                f"{r['reference']:.0f}",
+                *ratio_cells(r),
+                f"{r['headroom']:.1f}x",
+                load_cell(r),
+            ]
+            for r in rows
+        ],
+    )

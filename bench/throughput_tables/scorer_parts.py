@@ -22,9 +22,10 @@ from flax import nnx
 
 from bench import harness
 from bench.cases import flops
-from bench.harness import load_average, time_rounds
+from bench.harness import load_average, spread_cell, time_rounds
 from bench.throughput_tables.metric_suite import goal_budget, meteor_phase_table, suite_table
 from capsim.embed import Embedded, bucketed_batches, encode_batches, token_rows
+from capsim.tables import format_cells
 from i2ce_jax.scorer import I2CEScorer, SentenceTable, unit_vectors_and_norms, validate_gts_res
 
 ROLLED = "encoder with the GRU loop rolled (not in the call)"
@@ -118,24 +119,21 @@ def measure_scorer_parts(
 
 def scorer_parts_table(row: Mapping) -> str:
     whole = float(np.median(row["whole"]))
-    lines = ["| part | ms median | min | max | share of the call |", "|---|---:|---:|---:|---:|"]
-    for part, seconds in row["parts"].items():
+
+    def cells(name: str, seconds: Sequence[float]) -> list[str]:
         ms = np.asarray(seconds) * 1e3
-        lines.append(
-            f"| {part} | {np.median(ms):.1f} | {ms.min():.1f} | {ms.max():.1f} | "
-            f"{np.median(ms) / 1e3 / whole:.0%} |"
-        )
-    ms = np.asarray(row["rolled"]) * 1e3
-    lines.append(
-        f"| *{ROLLED}* | *{np.median(ms):.1f}* | *{ms.min():.1f}* | *{ms.max():.1f}* | "
-        f"*{np.median(ms) / 1e3 / whole:.0%}* |"
+        share = f"{np.median(ms) / 1e3 / whole:.0%}"
+        return [name, f"{np.median(ms):.1f}", f"{ms.min():.1f}", f"{ms.max():.1f}", share]
+
+    rolled = [f"*{cell}*" for cell in cells(ROLLED, row["rolled"])]
+    last = [
+        *cells("whole `compute_score`", row["whole"])[:4],
+        f"{row['candidates'] / whole:.0f} captions/s",
+    ]
+    return format_cells(
+        ["part", "ms median", "min", "max", "share of the call"],
+        [*(cells(part, seconds) for part, seconds in row["parts"].items()), rolled, last],
     )
-    ms = np.asarray(row["whole"]) * 1e3
-    lines.append(
-        f"| whole `compute_score` | {np.median(ms):.1f} | {ms.min():.1f} | {ms.max():.1f} | "
-        f"{row['candidates'] / whole:.0f} captions/s |"
-    )
-    return "\n".join(lines)
 
 
 FIRST_CALL = """
@@ -176,15 +174,17 @@ def measure_first_call(golden: Path, *, rounds: int) -> dict:
 
 
 def first_call_table(times: Mapping[str, list[dict]]) -> str:
-    lines = ["| compilation cache | import and load s | first call s (median, min-max) |"]
-    lines.append("|---|---:|---:|")
-    for kind, runs in times.items():
-        load = np.median([r["import_and_load"] for r in runs])
-        first = [r["first_call"] for r in runs]
-        lines.append(
-            f"| {kind} | {load:.1f} | {np.median(first):.2f} ({min(first):.2f}-{max(first):.2f}) |"
-        )
-    return "\n".join(lines)
+    return format_cells(
+        ["compilation cache", "import and load s", "first call s (median, min-max)"],
+        [
+            [
+                kind,
+                f"{np.median([r['import_and_load'] for r in runs]):.1f}",
+                spread_cell([r["first_call"] for r in runs]),
+            ]
+            for kind, runs in times.items()
+        ],
+    )
 
 
 def details_section(parts: Mapping, suite: Mapping | None, first: Mapping | None) -> str:

@@ -16,10 +16,18 @@ from pycocoevalcap.cider.cider import Cider as CocoCider
 from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 
 from bench import harness, minilm
-from bench.harness import load_average, ratio_summary, time_rounds, update_section
+from bench.harness import (
+    load_average,
+    load_cell,
+    ratio_cells,
+    ratio_summary,
+    time_rounds,
+    update_section,
+)
 from capsim.metrics.bleu import Bleu
 from capsim.metrics.cider import CiderD
 from capsim.metrics.tokenizer import ptb_tokenize
+from capsim.tables import format_cells
 from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 
@@ -130,16 +138,21 @@ def measure_scoring(
 
 
 def scoring_table(rows: Sequence[Mapping]) -> str:
-    lines = [
-        "| row | ours (captions/s) | reference (captions/s) | ratio median | min | max | load start / end |",
-        "|---|---:|---:|---:|---:|---:|---|",
-    ]
-    lines += [
-        f"| {r['name']} | {r['ours']:.0f} | {r['reference']:.0f} | {r['ratio_median']:.2f} | "
-        f"{r['ratio_min']:.2f} | {r['ratio_max']:.2f} | {r['load_start']:.2f} / {r['load_end']:.2f} |"
-        for r in rows
-    ]
-    return "\n".join(lines)
+    return format_cells(
+        [
+            "row",
+            "ours (captions/s)",
+            "reference (captions/s)",
+            "ratio median",
+            "min",
+            "max",
+            "load start / end",
+        ],
+        [
+            [r["name"], f"{r['ours']:.0f}", f"{r['reference']:.0f}", *ratio_cells(r), load_cell(r)]
+            for r in rows
+        ],
+    )
 
 
 def write_scoring_results(

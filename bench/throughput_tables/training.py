@@ -28,7 +28,8 @@ from bench.cases.catalogue import (
     synthetic_batches,
 )
 from bench.cases.placed import JaxRunner
-from bench.harness import load_average, ratio_summary, time_rounds
+from bench.harness import load_average, load_cell, ratio_cells, ratio_summary, time_rounds
+from capsim.tables import format_cells
 from i2ce_jax import model as i2ce_model
 from vtfn_jax import model as vtfn_model
 
@@ -143,16 +144,30 @@ def measure_training(
 
 def training_table(rows: Sequence[Mapping]) -> str:
     """One line per training row: speeds, the ratio's spread, FLOPs and share of the peak."""
-    lines = [
-        "| row | JAX ex/s | PyTorch ex/s | ratio median | min | max | GFLOP/step | JAX GFLOP/s "
-        "| share of peak | load start / end |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|",
-    ]
-    lines += [
-        f"| {r['name']} | {r['ours']:.0f} | {r['reference']:.0f} | {r['ratio_median']:.2f} | "
-        f"{r['ratio_min']:.2f} | {r['ratio_max']:.2f} | {r['flops_per_step'] / 1e9:.2f} | "
-        f"{r['flops_per_s'] / 1e9:.1f} | {r['peak_fraction']:.0%} | "
-        f"{r['load_start']:.2f} / {r['load_end']:.2f} |"
-        for r in rows
-    ]
-    return "\n".join(lines)
+    return format_cells(
+        [
+            "row",
+            "JAX ex/s",
+            "PyTorch ex/s",
+            "ratio median",
+            "min",
+            "max",
+            "GFLOP/step",
+            "JAX GFLOP/s",
+            "share of peak",
+            "load start / end",
+        ],
+        [
+            [
+                r["name"],
+                f"{r['ours']:.0f}",
+                f"{r['reference']:.0f}",
+                *ratio_cells(r),
+                f"{r['flops_per_step'] / 1e9:.2f}",
+                f"{r['flops_per_s'] / 1e9:.1f}",
+                f"{r['peak_fraction']:.0%}",
+                load_cell(r),
+            ]
+            for r in rows
+        ],
+    )
