@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from capsim.tables import format_cells
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
@@ -94,6 +96,31 @@ def load_cell(row: Mapping) -> str:
     return f"{row['load_start']:.2f} / {row['load_end']:.2f}"
 
 
+def ratio_table(
+    rows: Sequence[Mapping],
+    unit: str,
+    extra: Mapping[str, Callable[[Mapping], str]] | None = None,
+) -> str:
+    """Rows of ours against a reference timed side by side: each side's ``unit`` per second,
+    the ratio's median, min and max, ``extra`` columns, and the load around the row."""
+    extra = extra or {}
+    columns = ["row", f"ours ({unit})", f"reference ({unit})", "ratio median", "min", "max"]
+    return format_cells(
+        [*columns, *extra, "load start / end"],
+        [
+            [
+                r["name"],
+                f"{r['ours']:.0f}",
+                f"{r['reference']:.0f}",
+                *ratio_cells(r),
+                *(cell(r) for cell in extra.values()),
+                load_cell(r),
+            ]
+            for r in rows
+        ],
+    )
+
+
 def machine_facts() -> dict:
     """Cores, platform and library versions; torch's threads when a torch reference runs.
     JAX is imported here, not above, so that the metric benches run on the metrics install."""
@@ -140,11 +167,13 @@ def script_path(script: str) -> str:
     return found[0].relative_to(REPO).as_posix()
 
 
-def record_results(script: str, rows: list, section: str, text: str) -> None:
+def record_results(script: str, rows: object, section: str, text: str, tag: str = "") -> None:
     """``rows`` as bench/results/<script>.json and ``text`` as the RESULTS.md ``section``,
-    headed by the command line that made them (``python bench/<folder>/<script>.py ...``)."""
+    headed by the command line that made them (``python bench/<folder>/<script>.py ...``).
+    A ``tag`` names a run of its own: <script>_<tag>.json and the section "<section>: <tag>"."""
+    suffix, section = (f"_{tag}", f"{section}: {tag}") if tag else ("", section)
     RESULTS_DIR.mkdir(exist_ok=True)
-    (RESULTS_DIR / f"{script}.json").write_text(json.dumps(rows, indent=2) + "\n")
+    (RESULTS_DIR / f"{script}{suffix}.json").write_text(json.dumps(rows, indent=2) + "\n")
     command = shlex.join(["python", script_path(script), *sys.argv[1:]])
     update_section(section, f"{section}\n\nCommand: `{command}`\n\n{text}\n")
 

@@ -24,6 +24,7 @@ import argparse
 import json
 import logging
 import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -31,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import ml_collections
 import numpy as np
 
-from bench.harness import RESULTS_DIR, update_section
+from bench.harness import record_results
 from capsim.data import corpus as corpus_lib
 from capsim.eval.retrieval import retrieval_metrics
 from capsim.tables import format_table
@@ -103,6 +104,26 @@ def model_loaders(args: argparse.Namespace, pretrained_prefix: str = "") -> dict
     return loaders
 
 
+def model_table(rows: Mapping[str, Mapping], columns: Sequence[str], first: str = "model") -> str:
+    """One line per model (or ensemble, ``first="models"``) of ``rows``, in ``columns``."""
+    return format_table([{first: name, **row} for name, row in rows.items()], [first, *columns])
+
+
+def record_dev_rows(
+    script: str, section: str, splits: Mapping, rows: Mapping, text: str, tag: str
+) -> None:
+    """``rows`` per model, measured on the dev ``splits``, as JSON and a RESULTS.md section
+    (the split sizes, then ``text``: what the columns are, and the table)."""
+    counts = {name: len(records) for name, records in splits.items()}
+    record_results(
+        script,
+        {"captions": counts, "rows": rows},
+        section,
+        f"Held-out captions {counts}{text}",
+        tag,
+    )
+
+
 def main() -> None:
     args = model_parser(__doc__.split("\n\n")[0]).parse_args()
     logging.getLogger().setLevel(logging.WARNING)
@@ -114,20 +135,15 @@ def main() -> None:
         print(f"{name}: {json.dumps(rows[name])}", flush=True)
 
     columns = [f"{s}_{k}" for k in ("mrr", "r1") for s in [*splits, "mean"]]
-    table = format_table(
-        [{"model": name, **row} for name, row in rows.items()], ["model", *columns]
-    )
-    suffix = f"_{args.tag}" if args.tag else ""
-    out = RESULTS_DIR / f"i2ce_dev_retrieval{suffix}.json"
-    counts = {name: len(records) for name, records in splits.items()}
-    out.write_text(json.dumps({"captions": counts, "rows": rows}, indent=1) + "\n")
-    command = "python bench/quality/i2ce_dev_retrieval.py " + " ".join(sys.argv[1:])
-    title = "## I2CE dev caption retrieval" + (f": {args.tag}" if args.tag else "")
-    update_section(
-        title,
-        f"{title}\n\nCommand: `{command}`\n\nHeld-out captions {counts}: each queries the "
-        "others of its split; an image scores as its nearest caption, a hit is the query's "
-        f"own image (× 100).\n\n{table}\n",
+    table = model_table(rows, columns)
+    record_dev_rows(
+        "i2ce_dev_retrieval",
+        "## I2CE dev caption retrieval",
+        splits,
+        rows,
+        ": each queries the others of its split; an image scores as its nearest caption, a hit "
+        f"is the query's own image (× 100).\n\n{table}",
+        args.tag,
     )
     print(table)
 

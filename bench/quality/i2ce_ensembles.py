@@ -29,18 +29,18 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import numpy as np
 
-from bench.harness import RESULTS_DIR, update_section
+from bench.harness import record_results
 from bench.quality.i2ce_dev_retrieval import (
     dev_splits,
     model_loaders,
     model_parser,
+    model_table,
     nearest_caption_retrieval,
 )
 from capsim.eval import judgment_harness
 from capsim.eval.judgment_sets import load_set
 from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
 from capsim.metrics.pooling import pool_similarities
-from capsim.tables import format_table
 from i2ce_jax.scorer import I2CEScorer
 
 DEV_PAIRS = 1000  # same-image and different-image pairs per dev split, as training's dev eval
@@ -137,20 +137,16 @@ def main() -> None:
 
     columns = ["members", "dev_auc", "dev_mrr", *(f"{s}_auc" for s in measures.splits)]
     columns += ["expert_tau_c"]
-    table = format_table([{"models": n, **r} for n, r in rows.items()], ["models", *columns])
-    suffix = f"_{args.tag}" if args.tag else ""
-    (RESULTS_DIR / f"i2ce_ensembles{suffix}.json").write_text(
-        json.dumps({"rows": rows}, indent=1) + "\n"
-    )
-    command = "python bench/quality/i2ce_ensembles.py " + " ".join(sys.argv[1:])
-    title = "## I2CE ensembles" + (f": {args.tag}" if args.tag else "")
-    update_section(
-        title,
-        f"{title}\n\nCommand: `{command}`\n\nAn ensemble's cosine is the mean of its members' "
-        "cosines (top-3 pooled as one model); its encoder cost is the sum of theirs. dev_auc: "
-        "mean same-image AUC of the dev splits; dev_mrr: nearest-caption retrieval MRR "
-        "(bench/quality/i2ce_dev_retrieval.py); expert_tau_c: Flickr8k-Expert Kendall τc × 100, read "
-        f"after choosing on dev.\n\n{table}\n",
+    table = model_table(rows, columns, first="models")
+    record_results(
+        "i2ce_ensembles",
+        {"rows": rows},
+        "## I2CE ensembles",
+        "An ensemble's cosine is the mean of its members' cosines (top-3 pooled as one model); "
+        "its encoder cost is the sum of theirs. dev_auc: mean same-image AUC of the dev splits; "
+        "dev_mrr: nearest-caption retrieval MRR (bench/quality/i2ce_dev_retrieval.py); "
+        f"expert_tau_c: Flickr8k-Expert Kendall τc × 100, read after choosing on dev.\n\n{table}",
+        args.tag,
     )
     print(table)
 

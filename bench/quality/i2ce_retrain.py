@@ -18,7 +18,6 @@ Writes bench/results/i2ce_retrain[_TAG].json and a RESULTS.md section.
 
 from __future__ import annotations
 
-import json
 import logging
 import sys
 from collections import defaultdict
@@ -31,19 +30,23 @@ import numpy as np
 from bench import minilm
 from bench.harness import (
     GOLDEN_FILE,
-    RESULTS_DIR,
     load_average,
     load_golden_pairs,
     ratio_summary,
     time_rounds,
-    update_section,
 )
-from bench.quality.i2ce_dev_retrieval import dev_splits, evaluate, model_loaders, model_parser
+from bench.quality.i2ce_dev_retrieval import (
+    dev_splits,
+    evaluate,
+    model_loaders,
+    model_parser,
+    model_table,
+    record_dev_rows,
+)
 from capsim.eval import judgment_harness
 from capsim.eval.judgment_sets import load_set
 from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
 from capsim.metrics.pooling import pool_similarities
-from capsim.tables import format_table
 from i2ce_jax.scorer import I2CEScorer
 
 
@@ -125,26 +128,18 @@ def main() -> None:
         "captions_per_s",
         "x_minilm",
     ]
-    table = format_table(
-        [{"model": name, **row} for name, row in rows.items()],
-        ["model", *[c for c in columns if any(c in row for row in rows.values())]],
-    )
+    table = model_table(rows, [c for c in columns if any(c in row for row in rows.values())])
     print(table)
-    suffix = f"_{args.tag}" if args.tag else ""
-    command = "python bench/quality/i2ce_retrain.py " + " ".join(sys.argv[1:])
-    counts = {name: len(records) for name, records in splits.items()}
-    out = RESULTS_DIR / f"i2ce_retrain{suffix}.json"
-    out.write_text(json.dumps({"command": command, "captions": counts, "rows": rows}, indent=1))
-    title = "## I2CE packaged models before and after retraining" + (
-        f": {args.tag}" if args.tag else ""
-    )
-    update_section(
-        title,
-        f"{title}\n\nCommand: `{command}`\n\nHeld-out captions {counts}. AUC and MRR × 100 on "
-        "the dev splits every candidate's early stopping watched; Expert τc × 100 (top-3, "
-        "CLIPScore protocol), read after the choice; speed on the 5,664 Flickr8k-Expert "
-        f"candidates, × all-MiniLM-L6-v2 top-3 as median (min-max) of {args.rounds} "
-        f"alternating rounds.\n\n{table}\n",
+    record_dev_rows(
+        "i2ce_retrain",
+        "## I2CE packaged models before and after retraining",
+        splits,
+        rows,
+        ". AUC and MRR × 100 on the dev splits every candidate's "
+        "early stopping watched; Expert τc × 100 (top-3, CLIPScore protocol), read after the "
+        "choice; speed on the 5,664 Flickr8k-Expert candidates, × all-MiniLM-L6-v2 top-3 as "
+        f"median (min-max) of {args.rounds} alternating rounds.\n\n{table}",
+        args.tag,
     )
 
 

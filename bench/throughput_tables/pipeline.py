@@ -18,10 +18,9 @@ from bench.cases.catalogue import (
     HostBatch,
     caption_batches,
 )
-from bench.harness import load_average, load_cell, ratio_cells, ratio_summary, time_rounds
+from bench.harness import load_average, ratio_summary, ratio_table, time_rounds
 from capsim.data import corpus as corpus_lib
 from capsim.data.pipeline import READ_OPTIONS, training_dataset
-from capsim.tables import format_cells
 from i2ce_jax import data as i2ce_data
 from vtfn_jax import kinds as vtfn_kinds
 from vtfn_jax.features import ARRAY_RECORD_FILE, ArrayRecordFeatures, FeatureStore
@@ -192,26 +191,5 @@ def measure_pipeline(
 
 def pipeline_table(rows: Sequence[Mapping]) -> str:
     """One line per input pipeline: examples/s, the gain over per-example maps, the headroom."""
-    return format_cells(
-        [
-            "row",
-            "ours ex/s",
-            "reference ex/s",
-            "ratio median",
-            "min",
-            "max",
-            "headroom over the fastest step",
-            "load start / end",
-        ],
-        [
-            [
-                r["name"],
-                f"{r['ours']:.0f}",
-                f"{r['reference']:.0f}",
-                *ratio_cells(r),
-                f"{r['headroom']:.1f}x",
-                load_cell(r),
-            ]
-            for r in rows
-        ],
-    )
+    headroom = {"headroom over the fastest step": lambda r: f"{r['headroom']:.1f}x"}
+    return ratio_table(rows, "ex/s", headroom)

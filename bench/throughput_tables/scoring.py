@@ -18,16 +18,14 @@ from pycocoevalcap.tokenizer.ptbtokenizer import PTBTokenizer
 from bench import harness, minilm
 from bench.harness import (
     load_average,
-    load_cell,
-    ratio_cells,
     ratio_summary,
+    ratio_table,
     time_rounds,
     update_section,
 )
 from capsim.metrics.bleu import Bleu
 from capsim.metrics.cider import CiderD
 from capsim.metrics.tokenizer import ptb_tokenize
-from capsim.tables import format_cells
 from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 
@@ -138,21 +136,7 @@ def measure_scoring(
 
 
 def scoring_table(rows: Sequence[Mapping]) -> str:
-    return format_cells(
-        [
-            "row",
-            "ours (captions/s)",
-            "reference (captions/s)",
-            "ratio median",
-            "min",
-            "max",
-            "load start / end",
-        ],
-        [
-            [r["name"], f"{r['ours']:.0f}", f"{r['reference']:.0f}", *ratio_cells(r), load_cell(r)]
-            for r in rows
-        ],
-    )
+    return ratio_table(rows, "captions/s")
 
 
 def write_scoring_results(
