@@ -15,8 +15,8 @@ The paper-scale I2CE step is broken into its parts, and its checkpoint stall
 timed (bench/throughput_tables/i2ce_step.py). The trainers' input pipelines are timed too
 (bench/throughput_tables/pipeline.py), on a COCO-sized synthetic corpus, against a
 per-example design and against the fastest training step.
-Scoring (bench/throughput_tables/scoring.py): captions/s of I2CEScorer.compute_score and of capsim's Bleu(4)+CiderD
-against pycocoevalcap's Bleu(4)+Cider on the same Flickr8k-Expert candidates
+Scoring (bench/throughput_tables/scoring.py): captions/s of I2CEScorer.compute_score and of
+capsim's Bleu(4)+CiderD against pycocoevalcap's Bleu(4)+Cider on the same Flickr8k-Expert candidates
 with 5 references each, using the packaged I2CE model; pycocoevalcap both as
 users run it (Java PTBTokenizer first) and on pre-tokenised text.
 Input wait (``--only input``, bench/throughput_tables/input_wait.py; not part of "all"): a real

@@ -1,4 +1,5 @@
-"""bench/quality/i2ce_dev_retrieval.py: nearest-caption retrieval against a loop over hand-made vectors."""
+"""bench/quality/i2ce_dev_retrieval.py: nearest-caption retrieval against a loop over hand-made
+vectors."""
 
 from __future__ import annotations
 

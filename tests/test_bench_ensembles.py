@@ -1,4 +1,5 @@
-"""bench/quality/i2ce_ensembles.py: the ensemble cosine and its Expert τc against NumPy/SciPy loops."""
+"""bench/quality/i2ce_ensembles.py: the ensemble cosine and its Expert τc against NumPy/SciPy
+loops."""
 
 from __future__ import annotations
 

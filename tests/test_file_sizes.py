@@ -1,4 +1,4 @@
-"""Modules stay small enough to read: no file of the packages, of bench/ or of tools/ over 400 lines."""
+"""Modules stay small enough to read: no file of the packages, bench/ or tools/ over 400 lines."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""bench/speed/step_levers.py and bench/speed/step_host.py (issue 48 §2) at test sizes: each table and its rows."""
+"""bench/speed/step_levers.py and step_host.py (issue 48 §2) at test sizes: each table and its
+rows."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""bench/accelerator_check.py's lever rows: bench/speed/step_levers.py (issue 48 §2) in a short lease.
+"""bench/accelerator_check.py's lever rows: bench/speed/step_levers.py (issue 48 §2) in a short
+lease.
 
 One row per measurement, each checked against the budget on its own: the paper-scale
 I2CE step's parts in bfloat16 and float32, then each model lever alone against the

@@ -1,7 +1,7 @@
 """capsim's PTB tokenizer (capsim.metrics.tokenizer) against pycocoevalcap's Java PTBTokenizer.
 
     python bench/agreement/ptb_agreement.py [--generated 20000] [--show 20]
-    python bench/agreement/ptb_agreement.py --probe-characters   # rewrites capsim/metrics/ptb_characters.txt
+    python bench/agreement/ptb_agreement.py --probe-characters  # capsim/metrics/ptb_characters.txt
 
 Every distinct caption or sentence of the shared data (Flickr8k, COCO val2017 and
 the val2014 subset, the COCO caption lists, Flickr30k, CC3M, every STS sentence)
@@ -203,9 +203,10 @@ def probe_characters(out: Path) -> None:
     }
     header = (
         "# Character classes of CoreNLP 3.4.1's PTBTokenizer, as ranges of code points (hex),\n"
-        "# probed with the jar by bench/agreement/ptb_agreement.py --probe-characters. Characters that keep\n"
-        "# 'abXcd' one token are [letters] (Unicode letters), [marks] (the rest: accents, marks)\n"
-        "# and [digits]; [deleted] vanish from 'x X y' (untokenizable, or white space).\n"
+        "# probed with the jar by bench/agreement/ptb_agreement.py --probe-characters.\n"
+        "# Characters that keep 'abXcd' one token are [letters] (Unicode letters), [marks] (the\n"
+        "# rest: accents, marks) and [digits]; [deleted] vanish from 'x X y' (untokenizable, or\n"
+        "# white space).\n"
         "# Characters above U+FFFF reach the jar as surrogate pairs, which it deletes.\n"
     )
     body = [f"[{name}]\n" + _ranges(codes) for name, codes in classes.items()]

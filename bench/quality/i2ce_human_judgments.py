@@ -3,7 +3,8 @@
 METEOR is capsim's Python METEOR 1.5; where Java is present the jar's METEOR
 is put beside it, on the same tokenised text, to show the two agree.
 
-    python bench/quality/i2ce_human_judgments.py --data_dir ../shared/data [--epochs 8] [--parallel 4]
+    python bench/quality/i2ce_human_judgments.py --data_dir ../shared/data [--epochs 8] \
+        [--parallel 4]
 
 Trains each I2CE variant (``python -m i2ce_jax.train`` in a subprocess, up to
 ``--parallel`` at once) on COCO val2017 captions plus Flickr8k *train-split*

@@ -1,6 +1,7 @@
 """VTFN figures: shapes world, COCO (object-label features) and STS 2012-2016.
 
-    python bench/quality/vtfn_quality.py --data_dir ../shared/data [--only shapes,coco] [--skip_ablation]
+    python bench/quality/vtfn_quality.py --data_dir ../shared/data [--only shapes,coco] \
+        [--skip_ablation]
     python bench/quality/vtfn_quality.py --only calibration,glove,scale --reuse   # issue 8
 
 Trains every model through ``vtfn_jax.train.train_and_evaluate`` (the same
