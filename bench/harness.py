@@ -31,8 +31,8 @@ GOLDEN_FILE = SHARED_DATA / "golden" / "pycocoevalcap_flickr8k_expert.json"
 ROUNDS = 5
 HEADER = """# Benchmark results
 
-Every table here is written by a script in `bench/`; each section names the
-command that produced it. Figures are measured on this repository's CPU
+Every table here is written by a script in `bench/` (or a tool in `tools/`); each
+section names the command that produced it (bench/README.md lists them). Figures are measured on this repository's CPU
 machine (2 cores) unless a section says otherwise.
 """
 

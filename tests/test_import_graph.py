@@ -6,7 +6,8 @@ to the package module it names, and to the packages whose ``__init__`` runs
 first (importing ``capsim.train.lock`` from outside capsim.train runs
 capsim/train/__init__.py); the graph must have no cycle. A cycle hidden
 behind a function-level import still breaks whoever imports the other end
-first, and it hides which module owns what.
+first, and it hides which module owns what. The same holds over the whole tree, bench/,
+tools/, launch/ and configs/ included, which the installed packages never import.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from conftest import requires
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("capsim", "vtfn_jax", "i2ce_jax")
+# Used from a clone, on top of the packages: the benchmarks, the development tools, the
+# sweep launcher and the configs.
+CLONE_ONLY = ("bench", "tools", "launch", "configs")
 # The modules that may import capsim.train: training itself and the two training entry
 # points. Models are declared as tasks (capsim.task) below it.
 TRAINING = ("capsim.train", "vtfn_jax.train", "i2ce_jax.train")
@@ -35,9 +39,9 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _modules() -> dict[str, Path]:
+def _modules(packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
     return {
-        _module_name(path): path for package in PACKAGES for path in (REPO / package).rglob("*.py")
+        _module_name(path): path for package in packages for path in (REPO / package).rglob("*.py")
     }
 
 
@@ -64,8 +68,8 @@ def _with_packages(target: str, importer: str, modules: dict[str, Path]) -> set[
     return {target} | {p for p in parents - running if p in modules}
 
 
-def import_graph() -> dict[str, set[str]]:
-    modules = _modules()
+def import_graph(packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
+    modules = _modules(packages)
     graph = {}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(), filename=str(path))
@@ -119,6 +123,27 @@ def test_the_graph_sees_function_level_imports():
 def test_no_import_cycles_in_the_packages():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_no_import_cycles_in_the_whole_tree():
+    """bench/, tools/, launch/ and configs/ included."""
+    cycle = find_cycle(import_graph(PACKAGES + CLONE_ONLY))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_packages_import_nothing_used_from_a_clone_and_bench_no_tool():
+    """The installed packages never reach bench/, tools/, launch/ or configs/ (the wheel has
+    none of them); the benches never import a development tool (tools/ sits on bench/)."""
+    graph = import_graph(PACKAGES + CLONE_ONLY)
+    offenders = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if (module.split(".")[0] in PACKAGES and target.split(".")[0] in CLONE_ONLY)
+        or (module.split(".")[0] == "bench" and target.split(".")[0] == "tools")
+    )
+    assert not offenders, offenders
+    assert "bench.cases.catalogue" in graph["bench.speed.step_levers"]
 
 
 def test_only_training_imports_the_trainer():
