@@ -164,6 +164,8 @@ def script_path(script: str) -> str:
     """Where the bench or tool named ``script`` lives, from the clone's root, as its command
     names it (``bench/quality/meta_evaluation.py``)."""
     found = [*BENCH_DIR.glob(f"**/{script}.py"), *(REPO / "tools").glob(f"{script}.py")]
+    if len(found) != 1:
+        raise ValueError(f"{len(found)} scripts named {script}.py under bench/ and tools/")
     return found[0].relative_to(REPO).as_posix()
 
 
