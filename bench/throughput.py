@@ -47,6 +47,7 @@ from bench.cases.catalogue import (
     IMAGE_DIM,
     MAX_TOKENS,
     MIN_TOKENS,
+    PAPER,
     TRAINING_MODELS,
     VOCAB_SIZE,
     Sizes,
@@ -120,7 +121,8 @@ Command: `{command}`
   are skipped there).
 - Batches: synthetic captions of {MIN_TOKENS}-{MAX_TOKENS} tokens padded to the config's max_len,
   vocabulary {VOCAB_SIZE}, {IMAGE_DIM}-d features; `I2CE-paper-scale` is the paper's scale (every
-  caption 20 tokens, embed 300, hidden 512, vocabulary 10,000, margin branch) and `I2CE-default`
+  caption {PAPER.tokens} tokens, embed {PAPER.embed}, hidden {PAPER.hidden}, vocabulary
+  {PAPER.vocab:,}, margin branch) and `I2CE-default`
   the default config (configs/i2ce_coco_margin.py sizes, vocabulary cap 6,000).
 - FLOPs: matrix products counted by hand from the shapes (bench/cases/flops.py), forward and backward;
   JAX GFLOP/s = FLOPs per step x JAX steps/s (median round).
@@ -129,8 +131,9 @@ Command: `{command}`
 
 Where the paper-scale I2CE step spends its time: each part alone, forward and backward, on the
 same batch in both frameworks ({st["part_steps"]} step(s) per round, {st["rounds"]} alternating
-rounds; `measure_i2ce_parts`). The readout is the [B*19, 512] x [512, 10,000] vocabulary product
-with its NLL; the decoder GRU is the masked scan over 19 steps. Shares of peak use the same
+rounds; `measure_i2ce_parts`). The readout is the [B*{PAPER.tokens - 1}, {PAPER.hidden}] x
+[{PAPER.hidden}, {PAPER.vocab:,}] vocabulary product with its NLL; the decoder GRU is the masked
+scan over {PAPER.tokens - 1} steps. Shares of peak use the same
 in-run peak as the table above.
 
 {parts_table(parts)}

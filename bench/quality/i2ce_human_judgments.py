@@ -36,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import numpy as np
 
 from bench import minilm
+from bench.cases.catalogue import PAPER
 from bench.harness import REPO, RESULTS_DIR, update_section
 from capsim.eval import judgment_harness
 from capsim.eval.judgment_sets import load_set
@@ -143,7 +144,7 @@ def main() -> None:
     )
     parser.add_argument(
         "--extra",
-        default="embed=300,hidden=512",
+        default=f"embed={PAPER.embed},hidden={PAPER.hidden}",  # the paper's sizes
         help="config arguments of every variant (a variant's own arguments win)",
     )
     parser.add_argument("--parallel", type=int, default=1, help="variants trained at once")
