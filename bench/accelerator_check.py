@@ -12,9 +12,9 @@ run, then the longest such row; a row that does not fit is recorded as skipped, 
 reason. Each row is printed as it ends and the JSON (``--out``) is rewritten after it (a
 temporary file renamed over it; ``"complete": false`` until the end). Rows:
 
-- **batch sweep**: the library's training step for I2CE at paper scale (20 tokens,
-  embed 300, hidden 512, vocabulary 10,000, margin branch) and VTFN-GRU (24 tokens,
-  N = 128, 2048-d image features) at batch 128, 1,024 and 4,096, in float32 and
+- **batch sweep**: the library's training step on bench/cases/catalogue.py's cases, I2CE
+  at paper scale (20 tokens, embed 300, hidden 512, vocabulary 10,000, margin branch) and
+  VTFN-GRU (24 tokens, N = 128, 2048-d image features) at batch 128, 1,024 and 4,096, in float32 and
   bfloat16 (``config.model.dtype``): examples/s, and MFU from the hand FLOP count of
   bench/cases/flops.py against the device's peak for that dtype (``KNOWN_PEAKS`` by
   ``device_kind``; on CPU or an unknown device, the measured rate of a 2048³ float32
