@@ -1,12 +1,12 @@
-"""The benchmarks behind bench/RESULTS.md: one module per measurement, run as scripts.
+"""The benchmarks behind bench/RESULTS.md, grouped by what they measure (bench/README.md).
 
     python bench/throughput.py --steps 10
-    python bench/i2ce_human_judgments.py --data_dir ../shared/data
+    python bench/quality/i2ce_human_judgments.py --data_dir ../shared/data
 
-``harness`` holds what they share (alternating rounds, ratios, load, machine
-facts, RESULTS.md sections); ``flops``, ``torch_reference`` and ``minilm`` the
-FLOP counts and the reference implementations. Each script puts the clone's root
-on ``sys.path``, because bench/ and configs/ are used from a clone, not installed.
+``harness`` holds what they share (alternating rounds, ratios, load, machine facts,
+RESULTS.md sections), ``cases`` the one catalogue of training cases. Each script puts the
+clone's root on ``sys.path``, because bench/ and configs/ are used from a clone, not
+installed.
 """
 
 import os

@@ -12,29 +12,29 @@ run, then the longest such row; a row that does not fit is recorded as skipped, 
 reason. Each row is printed as it ends and the JSON (``--out``) is rewritten after it (a
 temporary file renamed over it; ``"complete": false`` until the end). Rows:
 
-- **batch sweep**: the library's training step for I2CE at paper scale (20 tokens,
-  embed 300, hidden 512, vocabulary 10,000, margin branch) and VTFN-GRU (24 tokens,
-  N = 128, 2048-d image features) at batch 128, 1,024 and 4,096, in float32 and
+- **batch sweep**: the library's training step on bench/cases/catalogue.py's cases, I2CE
+  at paper scale (20 tokens, embed 300, hidden 512, vocabulary 10,000, margin branch) and
+  VTFN-GRU (24 tokens, N = 128, 2048-d image features) at batch 128, 1,024 and 4,096, in float32 and
   bfloat16 (``config.model.dtype``): examples/s, and MFU from the hand FLOP count of
-  bench/flops.py against the device's peak for that dtype (``KNOWN_PEAKS`` by
+  bench/cases/flops.py against the device's peak for that dtype (``KNOWN_PEAKS`` by
   ``device_kind``; on CPU or an unknown device, the measured rate of a 2048³ float32
   matmul, marked "measured"). XLA's own count (``cost_analysis``, scan bodies once)
   is recorded beside the hand count's ``as_xla_counts``. Then one summary row per
   model: bfloat16 / float32 examples/s at each batch.
-- **parts and levers** (bench/accelerator_levers.py, bench/step_levers.py): the
+- **parts and levers** (bench/accelerator/levers.py, bench/speed/step_levers.py): the
   paper-scale I2CE step at batch 1,024, its readout and decoder GRU alone against the
   whole step, in both dtypes; each ``config.model`` lever alone against the shipped
   step (logits in bfloat16, the decoder unrolled 2, 4 or 20 steps; ratio, median of
   3 alternating rounds); per model at batch 128, the step with its key made inside
   against the same step plus the host ``fold_in`` it used to need; and a batch of 1,024
   placed on the device in one call against a call per array.
-- **PyTorch twins** (bench/accelerator_twins.py): I2CE at paper scale, VTFN-GRU and
+- **PyTorch twins** (bench/accelerator/twins.py): I2CE at paper scale, VTFN-GRU and
   VTFN-BOW at batch 128 and 1,024, float32: the JAX step's examples/s against its
-  twin's (bench/torch_reference.py, on CUDA where torch sees a GPU), in 5 alternating
+  twin's (bench/cases/torch_reference.py, on CUDA where torch sees a GPU), in 5 alternating
   rounds of 10 steps a side, and the JAX / PyTorch ratio (median, min, max); the first
   batch of each model also compares both initial losses. Skipped rows where torch is
   not installed.
-- **input wait** (bench/accelerator_input.py): the training loop, grain included, against
+- **input wait** (bench/accelerator/input_wait.py): the training loop, grain included, against
   its bare step (loop/step, the share of time waiting on input) at batch 1,024.
 - **scoring**: captions/s of ``I2CEScorer.pretrained()`` on the Flickr8k-Expert pairs
   (``DATA_DIR/flickr8k``), or on synthetic captions when those files are absent,
@@ -78,18 +78,12 @@ import flax
 import jax
 import numpy as np
 
-from bench import accelerator_training
-from bench.accelerator_levers import levers
-from bench.accelerator_rows import Budget, Recorder, Skipped
-from bench.accelerator_training import (
-    CASES,
-    DTYPES,
-    SWEPT,
-    Scale,
-    device_peaks,
-    dtype_ratios,
-    time_training,
-)
+from bench.accelerator import training as accelerator_training
+from bench.accelerator.input_wait import input_wait
+from bench.accelerator.levers import levers
+from bench.accelerator.rows import Budget, Recorder, Skipped, rows_table
+from bench.accelerator.training import DTYPES, Scale, device_peaks, dtype_ratios, time_training
+from bench.cases.catalogue import CASES, SWEPT
 from capsim import mesh as mesh_lib
 from capsim import text
 from capsim.cache import MIN_COMPILE_SECONDS, use_compilation_cache
@@ -220,7 +214,7 @@ def sweep(rec: Recorder, scale: Scale, steps: int, peaks: Mapping[str, dict]) ->
                     f"{name} training",
                     dtype,
                     lambda n=name, d=dtype, b=batch: time_training(
-                        CASES[n](scale, d, b), steps, scale.warmup, peaks[d]["tflops"], left
+                        CASES[n](scale.sizes, d, b), steps, scale.warmup, peaks[d]["tflops"], left
                     ),
                     kind="training",
                     share=share,
@@ -248,7 +242,7 @@ def twins(rec: Recorder, scale: Scale) -> None:
     elif jax.process_count() > 1:
         reason = "the twins run on one host"
     if reason is None:
-        from bench import accelerator_twins  # imports torch
+        from bench.accelerator import twins as accelerator_twins  # imports torch
 
         device = accelerator_twins.twin_device()
     share = SHARES["twins"]
@@ -263,7 +257,7 @@ def twins(rec: Recorder, scale: Scale) -> None:
                 check,
                 dtype,
                 lambda n=name, b=batch, first=index == 0: accelerator_twins.measure_twin(
-                    CASES[n](scale, "float32", b),
+                    CASES[n](scale.sizes, "float32", b),
                     device,
                     steps=scale.twin_steps,
                     warmup=scale.warmup,
@@ -279,14 +273,9 @@ def twins(rec: Recorder, scale: Scale) -> None:
 
 def run_checks(rec: Recorder, scale: Scale, steps: int, data_dir: Path, peaks, toy: bool) -> None:
     sweep(rec, scale, steps, peaks)
-    levers(rec, scale, toy, share=SHARES["levers"])
+    levers(rec, scale.sizes, toy, share=SHARES["levers"])
     twins(rec, scale)
-    try:  # it reaches torch through the CPU bench's synthetic data (bench/throughput_training)
-        from bench.accelerator_input import input_wait
-    except ImportError as error:
-        rec.skip("input wait", "float32", f"{error} (pip install -e '.[bench]')")
-    else:
-        input_wait(rec, toy, share=SHARES["input"])
+    input_wait(rec, toy, share=SHARES["input"])
     rec.row(
         "I2CE scoring",
         "float32",
@@ -305,28 +294,6 @@ def run_checks(rec: Recorder, scale: Scale, steps: int, data_dir: Path, peaks, t
 
 
 # --------------------------------------------------------------------------- the run
-def _cell(row: Mapping, key: str, spec: str) -> str:
-    value = row.get(key)
-    return "" if value is None else format(value, spec)
-
-
-def table(rows: list[dict]) -> str:
-    lines = [
-        "| check | dtype | batch | status | throughput | unit | step ms | TFLOP/s | MFU "
-        "| JAX/PyTorch | note |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for row in rows:
-        note = row.get("error") or row.get("note", "")
-        lines.append(
-            f"| {row['check']} | {row['dtype']} | {_cell(row, 'batch', ',')} | {row['status']} "
-            f"| {_cell(row, 'throughput', ',.0f')} | {row.get('unit', '')} "
-            f"| {_cell(row, 'step_ms', '.2f')} | {_cell(row, 'tflops', '.3g')} "
-            f"| {_cell(row, 'mfu', '.2%')} | {_cell(row, 'ratio_median', '.2f')} | {note} |"
-        )
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     began = time.perf_counter()
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -383,7 +350,7 @@ def report(result: dict, out: Path, failed: list[str]) -> None:
         f"\n{device['device_count']} x {device['device_kind']} ({device['platform']}); MFU against the "
         f"peak of all devices together, per dtype ({'; '.join(sources)})"
     )
-    print(table(result["rows"]))
+    print(rows_table(result["rows"]))
     skipped = sum(row["status"] == "skipped" for row in result["rows"])
     print(f"{result['seconds']:.0f} s of a {result['budget_s']:.0f} s budget; {skipped} skipped")
     print(f"JSON: {out}")

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from capsim.tables import format_cells
+
 BENCH_DIR = Path(__file__).resolve().parent
 REPO = BENCH_DIR.parent
 RESULTS_DIR = BENCH_DIR / "results"
@@ -29,8 +31,8 @@ GOLDEN_FILE = SHARED_DATA / "golden" / "pycocoevalcap_flickr8k_expert.json"
 ROUNDS = 5
 HEADER = """# Benchmark results
 
-Every table here is written by a script in `bench/`; each section names the
-command that produced it. Figures are measured on this repository's CPU
+Every table here is written by a script in `bench/` (or a tool in `tools/`); each
+section names the command that produced it (bench/README.md lists them). Figures are measured on this repository's CPU
 machine (2 cores) unless a section says otherwise.
 """
 
@@ -72,6 +74,53 @@ def ratio_summary(ours: Sequence[float], reference: Sequence[float]) -> dict[str
     }
 
 
+def ratio_cells(row: Mapping, spec: str = ".2f") -> list[str]:
+    """A row's ratio median, min and max (``ratio_summary``'s keys) as table cells."""
+    return [format(row[key], spec) for key in ("ratio_median", "ratio_min", "ratio_max")]
+
+
+def ratio_spread(row: Mapping, spec: str = ".2f") -> str:
+    """A row's ratio as one table cell: median (min-max)."""
+    low, median, high = (format(row[k], spec) for k in ("ratio_min", "ratio_median", "ratio_max"))
+    return f"{median} ({low}-{high})"
+
+
+def spread_cell(values: Sequence[float], spec: str = ".2f") -> str:
+    """Repeated timings as one table cell: median (min-max)."""
+    low, median, high = min(values), float(np.median(values)), max(values)
+    return f"{median:{spec}} ({low:{spec}}-{high:{spec}})"
+
+
+def load_cell(row: Mapping) -> str:
+    """The load average before and after a row's measurement, as one table cell."""
+    return f"{row['load_start']:.2f} / {row['load_end']:.2f}"
+
+
+def ratio_table(
+    rows: Sequence[Mapping],
+    unit: str,
+    extra: Mapping[str, Callable[[Mapping], str]] | None = None,
+) -> str:
+    """Rows of ours against a reference timed side by side: each side's ``unit`` per second,
+    the ratio's median, min and max, ``extra`` columns, and the load around the row."""
+    extra = extra or {}
+    columns = ["row", f"ours ({unit})", f"reference ({unit})", "ratio median", "min", "max"]
+    return format_cells(
+        [*columns, *extra, "load start / end"],
+        [
+            [
+                r["name"],
+                f"{r['ours']:.0f}",
+                f"{r['reference']:.0f}",
+                *ratio_cells(r),
+                *(cell(r) for cell in extra.values()),
+                load_cell(r),
+            ]
+            for r in rows
+        ],
+    )
+
+
 def machine_facts() -> dict:
     """Cores, platform and library versions; torch's threads when a torch reference runs.
     JAX is imported here, not above, so that the metric benches run on the metrics install."""
@@ -111,12 +160,23 @@ def update_section(title: str, section: str) -> None:
     RESULTS_MD.write_text(text)
 
 
-def record_results(script: str, rows: list, section: str, text: str) -> None:
+def script_path(script: str) -> str:
+    """Where the bench or tool named ``script`` lives, from the clone's root, as its command
+    names it (``bench/quality/meta_evaluation.py``)."""
+    found = [*BENCH_DIR.glob(f"**/{script}.py"), *(REPO / "tools").glob(f"{script}.py")]
+    if len(found) != 1:
+        raise ValueError(f"{len(found)} scripts named {script}.py under bench/ and tools/")
+    return found[0].relative_to(REPO).as_posix()
+
+
+def record_results(script: str, rows: object, section: str, text: str, tag: str = "") -> None:
     """``rows`` as bench/results/<script>.json and ``text`` as the RESULTS.md ``section``,
-    headed by the command line that made them (``python bench/<script>.py ...``)."""
+    headed by the command line that made them (``python bench/<folder>/<script>.py ...``).
+    A ``tag`` names a run of its own: <script>_<tag>.json and the section "<section>: <tag>"."""
+    suffix, section = (f"_{tag}", f"{section}: {tag}") if tag else ("", section)
     RESULTS_DIR.mkdir(exist_ok=True)
-    (RESULTS_DIR / f"{script}.json").write_text(json.dumps(rows, indent=2) + "\n")
-    command = shlex.join(["python", f"bench/{script}.py", *sys.argv[1:]])
+    (RESULTS_DIR / f"{script}{suffix}.json").write_text(json.dumps(rows, indent=2) + "\n")
+    command = shlex.join(["python", script_path(script), *sys.argv[1:]])
     update_section(section, f"{section}\n\nCommand: `{command}`\n\n{text}\n")
 
 

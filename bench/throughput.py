@@ -2,24 +2,24 @@
 
     python bench/throughput.py [--steps 10] [--rounds 5] [--warmup 3] [--only train|score|input]
 
-Training (bench/throughput_training.py): examples/s of the library's real
+Training (bench/throughput_tables/training.py): examples/s of the library's real
 jit-compiled step (capsim.train.Trainer's step over the data mesh) against a PyTorch
-twin of the same model (bench/torch_reference.py: same sizes, same parameter
+twin of the same model (bench/cases/torch_reference.py: same sizes, same parameter
 count, same loss, same optimizer, started from the same weights) for I2CE at the
 paper's scale and at the default config, and VTFN's text towers. Both consume
 the same synthetic batches; each of ``--rounds`` rounds runs ``--steps`` steps
 per side, alternating who goes first, after warmup (JAX compilation excluded).
-Each row also has its hand-counted FLOPs per step (bench/flops.py), the FLOP/s
+Each row also has its hand-counted FLOPs per step (bench/cases/flops.py), the FLOP/s
 that gives, and its share of the machine's matmul peak measured in the same run.
 The paper-scale I2CE step is broken into its parts, and its checkpoint stall
-timed (bench/throughput_parts.py). The trainers' input pipelines are timed too
-(bench/throughput_pipeline.py), on a COCO-sized synthetic corpus, against a
+timed (bench/throughput_tables/i2ce_step.py). The trainers' input pipelines are timed too
+(bench/throughput_tables/pipeline.py), on a COCO-sized synthetic corpus, against a
 per-example design and against the fastest training step.
-Scoring (bench/throughput_scoring.py): captions/s of I2CEScorer.compute_score and of capsim's Bleu(4)+CiderD
-against pycocoevalcap's Bleu(4)+Cider on the same Flickr8k-Expert candidates
+Scoring (bench/throughput_tables/scoring.py): captions/s of I2CEScorer.compute_score and of
+capsim's Bleu(4)+CiderD against pycocoevalcap's Bleu(4)+Cider on the same Flickr8k-Expert candidates
 with 5 references each, using the packaged I2CE model; pycocoevalcap both as
 users run it (Java PTBTokenizer first) and on pre-tokenised text.
-Input wait (``--only input``, bench/throughput_input.py; not part of "all"): a real
+Input wait (``--only input``, bench/throughput_tables/input_wait.py; not part of "all"): a real
 training loop's examples/s against its bare step's at batch ``--input_batch``, VTFN
 with its feature table on the device and gathered on the host, and I2CE;
 ``--toy`` runs it at tiny sizes in seconds and writes nothing.
@@ -41,29 +41,38 @@ import argparse
 import dataclasses
 import json
 
-from bench import flops, harness, throughput_input
+from bench import harness
+from bench.cases import flops
+from bench.cases.catalogue import (
+    IMAGE_DIM,
+    MAX_TOKENS,
+    MIN_TOKENS,
+    PAPER,
+    TRAINING_MODELS,
+    VOCAB_SIZE,
+    Sizes,
+)
 from bench.harness import update_section
-from bench.scoring_parts import details_section, measure_first_call, measure_scorer_parts
-from bench.scoring_suite import measure_suite, suite_available
-from bench.throughput_parts import measure_checkpoint_stall, measure_i2ce_parts, parts_table
-from bench.throughput_pipeline import COCO_IMAGES, measure_pipeline, pipeline_table
-from bench.throughput_scoring import (
+from bench.throughput_tables import input_wait as throughput_input
+from bench.throughput_tables.i2ce_step import (
+    measure_checkpoint_stall,
+    measure_i2ce_parts,
+    parts_table,
+)
+from bench.throughput_tables.metric_suite import measure_suite, suite_available
+from bench.throughput_tables.pipeline import COCO_IMAGES, measure_pipeline, pipeline_table
+from bench.throughput_tables.scorer_parts import (
+    details_section,
+    measure_first_call,
+    measure_scorer_parts,
+)
+from bench.throughput_tables.scoring import (
     RESULTS_JSON,
     measure_scoring,
     scoring_table,
     write_scoring_results,
 )
-from bench.throughput_training import (
-    IMAGE_DIM,
-    MAX_TOKENS,
-    MIN_TOKENS,
-    TRAINING_MODELS,
-    VOCAB_SIZE,
-    Sizes,
-    measure_training,
-    training_table,
-    use_every_core,
-)
+from bench.throughput_tables.training import measure_training, training_table, use_every_core
 from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 
@@ -108,21 +117,23 @@ Command: `{command}`
   JAX / PyTorch examples/s per round (above 1: JAX is faster); median, min and max over the
   rounds, with the load average before and after the row. JAX runs the library's jit-compiled
   `capsim.train.Trainer`'s step over the data mesh; the reference is the PyTorch twin in
-  `bench/torch_reference.py` (same sizes, weights, loss and optimizer; packed RNNs, so PAD steps
+  `bench/cases/torch_reference.py` (same sizes, weights, loss and optimizer; packed RNNs, so PAD steps
   are skipped there).
 - Batches: synthetic captions of {MIN_TOKENS}-{MAX_TOKENS} tokens padded to the config's max_len,
   vocabulary {VOCAB_SIZE}, {IMAGE_DIM}-d features; `I2CE-paper-scale` is the paper's scale (every
-  caption 20 tokens, embed 300, hidden 512, vocabulary 10,000, margin branch) and `I2CE-default`
+  caption {PAPER.tokens} tokens, embed {PAPER.embed}, hidden {PAPER.hidden}, vocabulary
+  {PAPER.vocab:,}, margin branch) and `I2CE-default`
   the default config (configs/i2ce_coco_margin.py sizes, vocabulary cap 6,000).
-- FLOPs: matrix products counted by hand from the shapes (bench/flops.py), forward and backward;
+- FLOPs: matrix products counted by hand from the shapes (bench/cases/flops.py), forward and backward;
   JAX GFLOP/s = FLOPs per step x JAX steps/s (median round).
 
 {table}
 
 Where the paper-scale I2CE step spends its time: each part alone, forward and backward, on the
 same batch in both frameworks ({st["part_steps"]} step(s) per round, {st["rounds"]} alternating
-rounds; `measure_i2ce_parts`). The readout is the [B*19, 512] x [512, 10,000] vocabulary product
-with its NLL; the decoder GRU is the masked scan over 19 steps. Shares of peak use the same
+rounds; `measure_i2ce_parts`). The readout is the [B*{PAPER.tokens - 1}, {PAPER.hidden}] x
+[{PAPER.hidden}, {PAPER.vocab:,}] vocabulary product with its NLL; the decoder GRU is the masked
+scan over {PAPER.tokens - 1} steps. Shares of peak use the same
 in-run peak as the table above.
 
 {parts_table(parts)}
@@ -167,7 +178,7 @@ Headroom = our examples/s over the fastest training step's JAX examples/s in the
 
 
 def measure_input_wait(args: argparse.Namespace, command: str) -> None:
-    """``--only input``: the rows of bench/throughput_input.py, written unless ``--toy``."""
+    """``--only input``: the rows of bench/throughput_tables/input_wait.py, written unless ``--toy``."""
     sizes = throughput_input.TOY if args.toy else throughput_input.InputSizes()
     sizes = dataclasses.replace(sizes, batch_size=args.input_batch if not args.toy else 32)
     rounds = throughput_input.TOY_ROUNDS if args.toy else args.rounds

@@ -86,7 +86,7 @@ def global_batch(local: Mapping[str, np.ndarray], mesh: Mesh) -> dict[str, jax.A
     """Assembles each process's slice of the batch into global, data-sharded arrays.
 
     The arrays go in one call: at batch 1,024 that places a batch 1.2-1.6x as fast as a
-    call per array on CPU (bench/step_levers.py, "placement"): host time that a GPU step
+    call per array on CPU (bench/speed/step_levers.py, "placement"): host time that a GPU step
     of a few hundred microseconds would otherwise wait on.
     """
     return jax.make_array_from_process_local_data(data_sharding(mesh), dict(local))

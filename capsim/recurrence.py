@@ -53,7 +53,7 @@ def scan_rnn(
         loop when it has at most MAX_UNROLLED_STEPS steps, and an int k runs k steps per
         loop iteration (1 and False: the rolled loop). On CPU the packaged I2CE encoders run
         1.5-1.7x as fast unrolled (bench/RESULTS.md, "Scoring throughput"), so inference
-        asks for True; a CPU training step does not gain (bench/step_levers.py) and an
+        asks for True; a CPU training step does not gain (bench/speed/step_levers.py) and an
         unrolled LSTM is slower (docs/DEVELOPMENT_NOTES.md).
 
     Returns:

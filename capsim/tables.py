@@ -3,7 +3,7 @@ headline numbers as rows for them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -27,6 +27,12 @@ def format_table(rows: Sequence[Mapping[str, object]], columns: Sequence[str]) -
             raise ValueError(f"table row {index} has no value for column(s) {missing}")
         lines.append("| " + " | ".join(_table_cell(row[column]) for column in columns) + " |")
     return "\n".join(lines)
+
+
+def format_cells(columns: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """``format_table`` of rows given as cells in ``columns``' order: how a bench writes a
+    row it has formatted itself (its own units and precision per column)."""
+    return format_table([dict(zip(columns, row, strict=True)) for row in rows], columns)
 
 
 def results_rows(results: Mapping[str, object]) -> list[dict[str, object]]:

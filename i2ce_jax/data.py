@@ -44,7 +44,7 @@ def make_batch_fn(corpus: corpus_lib.EncodedCorpus):
     The token rows are gathered here on the host, not kept as device tables
     (capsim.data.device_tables) as VTFN's features are: a batch of 1,024 is about
     200 KB, built in 0.4 ms on one core (0.3 ms of it the token gathers), far below a
-    step; bench/throughput_input.py times the loop against its step.
+    step; bench/throughput_tables/input_wait.py times the loop against its step.
     """
 
     def make_batch(

@@ -36,7 +36,7 @@ class I2CEAutoencoder(nnx.Module):
     which halves the traffic of the [B, T, V] logits while the matmul still accumulates
     in float32 (on GPUs and TPUs); the softmax and the NLL read them as float32 either
     way. ``decoder_unroll`` steps run per iteration of the decoder's time loop
-    (capsim.recurrence.scan_rnn). Both are levers of issue 48 (bench/step_levers.py).
+    (capsim.recurrence.scan_rnn). Both are levers of issue 48 (bench/speed/step_levers.py).
     """
 
     def __init__(

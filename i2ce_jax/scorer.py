@@ -150,7 +150,7 @@ class I2CEScorer:
         self.pooling = pooling
         self.batch_size = batch_size
         self.encoder = encoder
-        # The jit-compiled batch encoder (capsim.embed), timed alone by bench/scoring_parts.py.
+        # The jit-compiled batch encoder (capsim.embed), timed alone by bench/throughput_tables/scorer_parts.py.
         self.encode_batch = module_encoder(encoder, unit_vectors_and_norms)
 
     @classmethod

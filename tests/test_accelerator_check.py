@@ -1,5 +1,5 @@
 """bench/accelerator_check.py on CPU at toy sizes, its row-by-row file and time budget, the
-PyTorch twins on the device they are given, the peak table, and bench/flops.py against
+PyTorch twins on the device they are given, the peak table, and bench/cases/flops.py against
 hand-computed totals and XLA's own count."""
 
 from __future__ import annotations
@@ -20,21 +20,19 @@ import pytest
 from conftest import import_extra
 from flax import nnx
 
-from bench import (
-    accelerator_check,
-    accelerator_levers,
-    accelerator_rows,
-    accelerator_training,
-    flops,
-)
+from bench import accelerator_check
+from bench.accelerator import levers as accelerator_levers
+from bench.accelerator import rows as accelerator_rows
+from bench.accelerator import training as accelerator_training
+from bench.cases import catalogue, flops
 from capsim import text
 from configs import coco_bow, i2ce_coco_margin
 from i2ce_jax import model as i2ce_model
 from vtfn_jax import model as vtfn_model
 
 REPO = Path(__file__).resolve().parents[1]
-SWEPT = accelerator_training.SWEPT
-TWINS = tuple(accelerator_training.CASES)
+SWEPT = catalogue.SWEPT
+TWINS = tuple(catalogue.CASES)
 HAS_TORCH = importlib.util.find_spec("torch") is not None
 
 
@@ -91,15 +89,12 @@ def test_toy_run_prints_each_row_and_writes_every_row(toy_run):
         else:
             assert row["throughput" if "parts" in key[0] else "ratio_median"] > 0
     assert "lever/shipped" in stdout and "key in step/on host" in stdout
-    if HAS_TORCH:  # VTFN-GRU and VTFN-BOW on device tables, I2CE, VTFN-BOW on the host
-        assert len(inputs) == 4, inputs
-        for key in inputs:
-            row = rows[key]
-            assert row["status"] == "ok", row
-            assert row["loop_examples_per_second"] > 0 and 0 <= row["input_wait_share"] < 1
-    else:
-        (key,) = inputs
-        assert rows[key]["status"] == "skipped" and "[bench]" in rows[key]["note"]
+    # VTFN-GRU and VTFN-BOW on device tables, I2CE, VTFN-BOW on the host: torch or not
+    assert len(inputs) == 4, inputs
+    for key in inputs:
+        row = rows[key]
+        assert row["status"] == "ok", row
+        assert row["loop_examples_per_second"] > 0 and 0 <= row["input_wait_share"] < 1
     for key in sweep:
         row = rows[key]
         assert row["status"] == "ok", row
@@ -253,10 +248,23 @@ def _xla_training_flops(model: nnx.Module, loss_fn, batch: dict) -> float:
     return accelerator_training.xla_flops(jax.jit(jax.value_and_grad(loss)).lower(params).compile())
 
 
+def _captions(batch: int, tokens: int, vocab: int) -> tuple[np.ndarray, np.ndarray]:
+    """Ids and mask of random captions of half to all of ``tokens`` (the catalogue's)."""
+    (captions,) = catalogue.caption_batches(
+        np.random.default_rng(0),
+        count=1,
+        batch=batch,
+        max_len=tokens,
+        vocab=vocab,
+        lengths=(tokens // 2, tokens),
+    )
+    return captions["anchor_ids"], captions["anchor_mask"]
+
+
 def _i2ce(tokens: int = 8, vocab: int = 3000):
     config = i2ce_coco_margin.get_config("embed=32,hidden=128,batch=16")
     config.data.max_len = tokens
-    ids, mask = accelerator_training.caption_batch(np.random.default_rng(0), 16, tokens, vocab)
+    ids, mask = _captions(16, tokens, vocab)
     batch = {"anchor_ids": ids, "anchor_mask": mask, "group": jnp.arange(16) // 2}
     model = i2ce_model.build_model(config, vocab)
     return model, i2ce_model.make_loss_fn(config), batch, flops.i2ce_step_flops(config, vocab)
@@ -266,7 +274,7 @@ def _vtfn(encoder: str, vocab: int = 300, image_dim: int = 256):
     """With the caption-pivot term: two encoded captions, frozen image features."""
     config = importlib.import_module(f"configs.coco_{encoder}").get_config("dim=64,pivot=1.0")
     config.batch_size, config.data.max_len = 16, 12
-    ids, mask = accelerator_training.caption_batch(np.random.default_rng(0), 16, 12, vocab)
+    ids, mask = _captions(16, 12, vocab)
     batch = {
         "ids": ids,
         "mask": mask,
@@ -334,7 +342,7 @@ def test_demo_row_trains_and_evaluates_a_demo():
 def test_twins_compute_on_the_device_they_are_given(device):
     """On "meta" a tensor made on the CPU by mistake fails the loss; "cuda" needs a GPU."""
     torch = import_extra("torch")
-    from bench import torch_reference
+    from bench.cases import torch_reference
 
     if device == "cuda" and not torch.cuda.is_available():
         pytest.skip("torch sees no GPU")
@@ -345,7 +353,7 @@ def test_twins_compute_on_the_device_they_are_given(device):
     assert torch_reference.margin_mean_loss(sim, positive, 0.2).device.type == device
     names = ["VTFN-BOW"] if device == "meta" else list(TWINS)  # packed RNNs need real lengths
     for name in names:
-        case = accelerator_training.CASES[name](accelerator_check.TOY, "float32", 8)
+        case = catalogue.CASES[name](catalogue.TOY, "float32", 8)
         if case.image_dim is None:
             twin = torch_reference.I2CEReference(case.config, case.vocab_size, device=device)
         else:

@@ -1,10 +1,10 @@
-"""bench/caption_lengths.py: the paragraphs it times and the tables it prints."""
+"""bench/speed/caption_lengths.py: the paragraphs it times and the tables it prints."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench import caption_lengths
+from bench.speed import caption_lengths
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,11 @@
-"""bench/i2ce_dev_retrieval.py: nearest-caption retrieval against a loop over hand-made vectors."""
+"""bench/quality/i2ce_dev_retrieval.py: nearest-caption retrieval against a loop over hand-made
+vectors."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from bench.i2ce_dev_retrieval import nearest_caption_retrieval
+from bench.quality.i2ce_dev_retrieval import nearest_caption_retrieval
 
 
 def _reference(vectors, images):
@@ -47,7 +48,7 @@ def test_captions_of_one_image_side_by_side_retrieve_it_first():
 
 
 def test_retrain_bench_auc_is_the_trainers_pairs_and_auc():
-    from bench.i2ce_retrain import same_image_auc
+    from bench.quality.i2ce_retrain import same_image_auc
     from capsim.data.records import CaptionRecord
     from capsim.eval.same_diff import evaluate_same_diff, make_same_diff_pairs
 

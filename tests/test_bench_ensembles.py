@@ -1,11 +1,12 @@
-"""bench/i2ce_ensembles.py: the ensemble cosine and its Expert τc against NumPy/SciPy loops."""
+"""bench/quality/i2ce_ensembles.py: the ensemble cosine and its Expert τc against NumPy/SciPy
+loops."""
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import stats
 
-from bench.i2ce_ensembles import Measures, ensemble_vectors
+from bench.quality.i2ce_ensembles import Measures, ensemble_vectors
 from capsim.eval.judgment_harness import JudgedPairs
 
 

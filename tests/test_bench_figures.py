@@ -1,11 +1,12 @@
-"""bench/RESULTS.md's VTFN section is what bench/vtfn_figures.py renders from vtfn.json."""
+"""bench/RESULTS.md's VTFN section is what bench/quality/vtfn_figures.py renders from vtfn.json."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from bench import harness, vtfn_figures
+from bench import harness
+from bench.quality import vtfn_figures
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -1,10 +1,10 @@
-"""bench/meta_evaluation.py: on the real Expert files, the tables it prints."""
+"""bench/quality/meta_evaluation.py: on the real Expert files, the tables it prints."""
 
 from __future__ import annotations
 
 import sys
 
-from bench import meta_evaluation
+from bench.quality import meta_evaluation
 
 
 def test_the_bench_prints_cost_intervals_and_claims(shared_data, monkeypatch, capsys):

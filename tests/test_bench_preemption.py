@@ -1,10 +1,10 @@
-"""bench/preemption_latency.py: its summary, and one real preempted 2-process run (slow)."""
+"""bench/speed/preemption_latency.py: its summary, and one real preempted 2-process run (slow)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench import preemption_latency
+from bench.speed import preemption_latency
 
 
 def _try(steps: int, agreed_s: float) -> dict:

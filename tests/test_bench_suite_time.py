@@ -1,8 +1,8 @@
-"""bench/suite_time.py: its reading of pytest's JUnit XML, on a hand-made file."""
+"""tools/suite_time.py: its reading of pytest's JUnit XML, on a hand-made file."""
 
 from __future__ import annotations
 
-from bench import suite_time
+from tools import suite_time
 
 JUNIT = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest">

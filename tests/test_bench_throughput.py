@@ -21,10 +21,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 pytest.importorskip("torch", reason=skip_reason("torch"))
 
 from bench import harness, minilm
-from bench import throughput_parts as parts
-from bench import throughput_pipeline as pipeline
-from bench import throughput_scoring as scoring
-from bench import throughput_training as training
+from bench.cases import catalogue
+from bench.throughput_tables import i2ce_step as parts
+from bench.throughput_tables import pipeline, scoring, training
 from capsim import text
 from configs import i2ce_coco_margin
 from i2ce_jax import model as i2ce_model
@@ -32,7 +31,7 @@ from i2ce_jax.scorer import I2CEScorer
 
 pytestmark = pytest.mark.bench
 
-TINY = training.Sizes(batch_size=8, vocab_size=64, image_dim=16, width=8)
+TINY = catalogue.Sizes(batch_size=8, vocab_size=64, image_dim=16, width=8)
 GTS = {
     "a": ["a dog runs on the grass", "a brown dog is running", "a dog plays outside"],
     "b": ["two people sit on a bench", "people sitting in a park"],
@@ -59,7 +58,7 @@ def counting_load(monkeypatch):
     monkeypatch.setattr(harness.os, "getloadavg", lambda: (float(next(calls)), 0.0, 0.0))
 
 
-@pytest.mark.parametrize("name", list(training.TRAINING_MODELS))
+@pytest.mark.parametrize("name", list(catalogue.TRAINING_MODELS))
 def test_training_measurement_compares_the_same_model(name, counting_load):
     row = training.measure_training(name, steps=2, warmup=1, sizes=TINY, rounds=3)
     assert row["name"] == name and row["what"] == "train" and row["rounds"] == 3
@@ -143,16 +142,18 @@ def test_pipeline_measurement_times_both_designs_on_the_same_corpus():
 
 def test_length_bucketed_rows_cut_batches_to_few_widths_and_count_flops_there():
     name = "VTFN-GRU-bucketed"
-    config = training.model_config(name, training.Sizes())
-    batches = training.synthetic_batches(name, config, training.Sizes())
+    config = catalogue.model_config(name, catalogue.Sizes())
+    batches = catalogue.synthetic_batches(name, config, catalogue.Sizes())
     widths = sorted({b["mask"].shape[1] for b in batches})
-    assert len(batches) == training.BUCKETED_BATCHES
+    assert len(batches) == catalogue.BUCKETED_BATCHES
     assert set(widths) <= {8, 12, 16, 20} and len(widths) > 1
     for batch in batches:  # cut to its widest caption, rounded up to the multiple of 4
         assert batch["mask"][:, -4:].any() and batch["ids"].shape == batch["mask"].shape
-    padded = training.model_config("VTFN-GRU", training.Sizes())
-    full = training.step_flops("VTFN-GRU", padded, training.Sizes(), [{"mask": np.ones((128, 24))}])
-    assert training.step_flops(name, config, training.Sizes(), batches) < full
+    padded = catalogue.model_config("VTFN-GRU", catalogue.Sizes())
+    full = catalogue.step_flops(
+        "VTFN-GRU", padded, catalogue.Sizes(), [{"mask": np.ones((128, 24))}]
+    )
+    assert catalogue.step_flops(name, config, catalogue.Sizes(), batches) < full
 
 
 def test_paper_scale_parts_time_each_part_on_both_sides():
@@ -206,7 +207,7 @@ def test_input_wait_rows_time_the_loop_against_its_step_on_each_path(tmp_path, m
     """``--only input`` at toy sizes: VTFN on both input paths (the device path sends
     indices, not feature rows), I2CE on its one; loop / step per round brackets the ratio
     of the medians; the rows land in input_wait.json and their RESULTS.md section."""
-    from bench import throughput_input as inputs
+    from bench.throughput_tables import input_wait as inputs
 
     rows = inputs.measure_input_rows(inputs.TOY, rounds=2, models=("VTFN-BOW", "I2CE"))
     assert [(r["name"], r["path"]) for r in rows] == [
@@ -233,7 +234,7 @@ def test_input_wait_rows_time_the_loop_against_its_step_on_each_path(tmp_path, m
 
 
 def test_two_commits_are_compared_by_their_median_ratios():
-    from bench import throughput_commits
+    from tools import throughput_commits
 
     runs = [
         {"model": "VTFN-BOW", "commit": "old", "ratio_median": 1.0},
@@ -252,7 +253,7 @@ def test_two_commits_are_compared_by_their_median_ratios():
 
 
 def test_a_row_that_fails_in_its_checkout_says_which(tmp_path):
-    from bench import throughput_commits
+    from tools import throughput_commits
 
     with pytest.raises(RuntimeError, match=r"no-such-model in .* failed"):
         throughput_commits.measure(tmp_path, "no-such-model", steps=1, rounds=1)

@@ -16,9 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from capsim.data import captions, judgments, pascal50s
+from capsim.data import captions, judgments, pascal50s, sts
 from capsim.errors import CapsimError
-from capsim.eval import sts
 from vtfn_jax.features import FeatureStore
 
 FIXTURES = Path(__file__).parent / "fixtures"

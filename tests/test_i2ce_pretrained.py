@@ -15,9 +15,8 @@ from flax import nnx
 
 from capsim.embed import bucket_length
 from capsim.errors import CaptionError, CheckpointError, DataFormatError
-from i2ce_jax import pretrained
+from i2ce_jax import pretrained, rebuild_pretrained
 from i2ce_jax import score as score_cli
-from i2ce_jax.pretrained import rebuild
 from i2ce_jax.scorer import I2CEScorer
 
 REPO = Path(__file__).resolve().parents[1]
@@ -246,7 +245,7 @@ def check_rebuilt(out: Path, bidirectional: bool) -> None:
 def test_rebuild_command_runs_at_runlocal_size(tmp_path, bidirectional):
     """Train, export, load and score; a bidirectional GRU comes back as one."""
     out = tmp_path / "model"
-    rebuild.main(
+    rebuild_pretrained.main(
         [
             "--name",
             "base",
@@ -261,6 +260,19 @@ def test_rebuild_command_runs_at_runlocal_size(tmp_path, bidirectional):
         ]
     )
     check_rebuilt(out, bidirectional)
+
+
+def test_rebuild_refuses_to_start_until_told_where_the_model_goes(capsys):
+    """Without ``--out`` or ``--into_package`` the command exits before any training: the
+    shipped weights are overwritten only when asked for, and never by both at once."""
+    with pytest.raises(SystemExit) as refused:
+        rebuild_pretrained.main([])
+    assert refused.value.code == 2
+    assert "one of the arguments --out --into_package is required" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        rebuild_pretrained.parse_args(["--out", "model", "--into_package"])
+    assert rebuild_pretrained.parse_args(["--into_package"]).into_package
+    assert rebuild_pretrained.parse_args(["--out", "model"]).out == "model"
 
 
 def test_cli_research_model_is_asked_for_by_name_and_states_its_terms(tmp_path, capsys):

@@ -6,7 +6,8 @@ to the package module it names, and to the packages whose ``__init__`` runs
 first (importing ``capsim.train.lock`` from outside capsim.train runs
 capsim/train/__init__.py); the graph must have no cycle. A cycle hidden
 behind a function-level import still breaks whoever imports the other end
-first, and it hides which module owns what.
+first, and it hides which module owns what. The same holds over the whole tree, bench/,
+tools/, launch/ and configs/ included, which the installed packages never import.
 """
 
 from __future__ import annotations
@@ -20,9 +21,15 @@ from conftest import requires
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("capsim", "vtfn_jax", "i2ce_jax")
+# Used from a clone, on top of the packages: the benchmarks, the development tools, the
+# sweep launcher and the configs.
+CLONE_ONLY = ("bench", "tools", "launch", "configs")
 # The modules that may import capsim.train: training itself and the two training entry
 # points. Models are declared as tasks (capsim.task) below it.
 TRAINING = ("capsim.train", "vtfn_jax.train", "i2ce_jax.train")
+# The commands on top of training, the only modules besides TRAINING that reach it: the
+# packaged I2CE models' rebuild, which trains a recipe and exports it.
+TRAINING_COMMANDS = ("i2ce_jax.rebuild_pretrained",)
 
 
 def _module_name(path: Path) -> str:
@@ -32,9 +39,9 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _modules() -> dict[str, Path]:
+def _modules(packages: tuple[str, ...] = PACKAGES) -> dict[str, Path]:
     return {
-        _module_name(path): path for package in PACKAGES for path in (REPO / package).rglob("*.py")
+        _module_name(path): path for package in packages for path in (REPO / package).rglob("*.py")
     }
 
 
@@ -61,8 +68,8 @@ def _with_packages(target: str, importer: str, modules: dict[str, Path]) -> set[
     return {target} | {p for p in parents - running if p in modules}
 
 
-def import_graph() -> dict[str, set[str]]:
-    modules = _modules()
+def import_graph(packages: tuple[str, ...] = PACKAGES) -> dict[str, set[str]]:
+    modules = _modules(packages)
     graph = {}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(), filename=str(path))
@@ -118,6 +125,27 @@ def test_no_import_cycles_in_the_packages():
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
 
+def test_no_import_cycles_in_the_whole_tree():
+    """bench/, tools/, launch/ and configs/ included."""
+    cycle = find_cycle(import_graph(PACKAGES + CLONE_ONLY))
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_packages_import_nothing_used_from_a_clone_and_bench_no_tool():
+    """The installed packages never reach bench/, tools/, launch/ or configs/ (the wheel has
+    none of them); the benches never import a development tool (tools/ sits on bench/)."""
+    graph = import_graph(PACKAGES + CLONE_ONLY)
+    offenders = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if (module.split(".")[0] in PACKAGES and target.split(".")[0] in CLONE_ONLY)
+        or (module.split(".")[0] == "bench" and target.split(".")[0] == "tools")
+    )
+    assert not offenders, offenders
+    assert "bench.cases.catalogue" in graph["bench.speed.step_levers"]
+
+
 def test_only_training_imports_the_trainer():
     """Models, data pipelines, checkpoint reading, scoring and evaluation sit below training
     (docs/architecture.md, first paragraph): outside TRAINING no module names capsim.train."""
@@ -127,6 +155,52 @@ def test_only_training_imports_the_trainer():
         if not module.startswith(TRAINING)
         for target in targets
         if target == "capsim.train" or target.startswith("capsim.train.")
+    )
+    assert not offenders, offenders
+
+
+def _reached(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module that importing ``start`` loads, through any chain of imports."""
+    seen: set[str] = set()
+    stack = [start]
+    while stack:
+        for module in graph.get(stack.pop(), ()):
+            if module not in seen:
+                seen.add(module)
+                stack.append(module)
+    return seen
+
+
+def _is_training(module: str) -> bool:
+    return module.startswith(TRAINING)
+
+
+def test_nothing_below_training_reaches_it_through_any_chain():
+    """No arrow up anywhere: outside TRAINING and TRAINING_COMMANDS no module loads a
+    training module, directly or through others (the packaged models' loader included:
+    i2ce_jax/pretrained/ is what the scorer loads)."""
+    graph = import_graph()
+    offenders = sorted(
+        module
+        for module in graph
+        if not _is_training(module) and module not in TRAINING_COMMANDS
+        if any(_is_training(target) for target in _reached(graph, module))
+    )
+    assert not offenders, offenders
+    assert _reached(graph, "i2ce_jax.rebuild_pretrained") >= {"i2ce_jax.train", "capsim.train"}
+
+
+def test_in_i2ce_jax_only_the_trainer_and_the_rebuild_name_a_trainer():
+    """The direct form of the rule for the paper that ships models: under i2ce_jax/ only
+    i2ce_jax/train.py and i2ce_jax/rebuild_pretrained.py import i2ce_jax.train or
+    capsim.train."""
+    offenders = sorted(
+        f"{module} -> {target}"
+        for module, targets in import_graph().items()
+        if module.split(".")[0] == "i2ce_jax"
+        and module not in ("i2ce_jax.train", *TRAINING_COMMANDS)
+        for target in targets
+        if target == "i2ce_jax.train" or target.split(".")[:2] == ["capsim", "train"]
     )
     assert not offenders, offenders
 

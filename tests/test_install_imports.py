@@ -33,9 +33,10 @@ from capsim.extras import JAX_EXTRA, JAX_STACK
 
 REPO = Path(__file__).resolve().parents[1]
 TESTS = REPO / "tests"
-FIRST_PARTY = {"capsim", "vtfn_jax", "i2ce_jax", "bench", "configs", "launch", "conftest"}
+FIRST_PARTY = {"capsim", "vtfn_jax", "i2ce_jax", "bench", "tools", "configs", "launch", "conftest"}
 FIRST_PARTY |= {path.stem for path in TESTS.glob("*.py")}  # tests import their siblings
 GUARDS = {"import_extra", "requires", "importorskip"}
+BENCH_ROOTS = {"bench", "tools"}  # used from a clone; their modules import the bench extra
 
 
 def _canonical(name: str) -> str:
@@ -101,8 +102,8 @@ def imported(nodes: Iterator[ast.AST]) -> Iterator[tuple[int, str]]:
             yield from ((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             yield node.lineno, node.module
-            if node.module == "bench":  # from bench import harness: a module of bench
-                yield from ((node.lineno, f"bench.{alias.name}") for alias in node.names)
+            if node.module.split(".")[0] in BENCH_ROOTS:  # from bench.speed import step_host
+                yield from ((node.lineno, f"{node.module}.{alias.name}") for alias in node.names)
 
 
 def guarded(tree: ast.Module) -> Iterator[tuple[int, str, ast.Call]]:
@@ -117,16 +118,16 @@ def guarded(tree: ast.Module) -> Iterator[tuple[int, str, ast.Call]]:
 
 
 def bench_imports(module: str, seen: set[str]) -> Iterator[tuple[str, int, str]]:
-    """(bench file, line, module) of the module-level imports of a bench module and of the
-    bench modules it imports in turn."""
+    """(bench file, line, module) of the module-level imports of a bench or tools module and
+    of the bench modules it imports in turn (a name that is not a module file is skipped)."""
     path = REPO / Path(*module.split(".")).with_suffix(".py")
     if module in seen or not path.is_file():
         return
     seen.add(module)
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for line, name in imported(_module_level(tree)):
-        yield f"bench/{path.name}", line, name
-        if name.startswith("bench."):
+        yield path.relative_to(REPO).as_posix(), line, name
+        if name.split(".")[0] in BENCH_ROOTS:
             yield from bench_imports(name, seen)
 
 
@@ -161,7 +162,7 @@ def install_violations(core: set[str], jax_extra: set[str] = frozenset()) -> lis
                 )
         seen: set[str] = set()
         for _, module in statements:
-            if module.startswith("bench."):
+            if module.split(".")[0] in BENCH_ROOTS:
                 for bench_file, line, name in bench_imports(module, seen):
                     if name.split(".")[0] not in allowed | extras:
                         problems.append(
@@ -209,11 +210,14 @@ def test_the_check_finds_an_unguarded_import_and_a_bench_module_importing_torch(
     tmp_path, monkeypatch
 ):
     planted = tmp_path / "test_planted.py"
-    planted.write_text("import torch\nfrom bench import throughput_parts\n")
+    planted.write_text("import torch\nfrom bench.throughput_tables import i2ce_step\n")
     monkeypatch.setattr(sys.modules[__name__], "TESTS", tmp_path)
     problems = install_violations({"numpy", "pytest"}, {"jax", "flax"})
     assert any(p.startswith("tests/test_planted.py:1: imports torch") for p in problems)
-    assert any(p.startswith("bench/throughput_parts.py") and "imports torch" in p for p in problems)
+    assert any(
+        p.startswith("bench/throughput_tables/i2ce_step.py") and "imports torch" in p
+        for p in problems
+    )
     planted.write_text('import pytest\npytest.importorskip("torch")\n')
     assert install_violations({"pytest"}) == [
         "tests/test_planted.py:2: importorskip('torch') names no extra",

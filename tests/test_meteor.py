@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bench.meteor_agreement import TIED, TIED_JAR_SCORES, jar_eval, random_statistics
+from bench.agreement.meteor_agreement import TIED, TIED_JAR_SCORES, jar_eval, random_statistics
 from capsim import cache
 from capsim.errors import CaptionError
 from capsim.metrics.meteor import (

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from bench.ptb_agreement import generated_lines, real_sentences
+from bench.agreement.ptb_agreement import generated_lines, real_sentences
 from capsim.errors import CaptionError
 from capsim.metrics import tokenizer as ptb
 from capsim.metrics.tokenizer import PTBTokenizer, ptb_tokenize, tokenize_lines

@@ -22,11 +22,11 @@ from scipy import stats
 
 from capsim import text
 from capsim import workdir as capsim_workdir
+from capsim.data.sts import read_sts_tsv
 from capsim.errors import CaptionError, CheckpointError
 from capsim.eval.evaluators import Evaluators
 from capsim.eval.evaluators.base import Subject
 from capsim.eval.evaluators.sts import SickR, StsBenchmark
-from capsim.eval.sts import read_sts_tsv
 from configs import demo_bow
 from vtfn_jax import SentenceEncoder, evaluate, train
 

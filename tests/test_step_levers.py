@@ -1,10 +1,11 @@
-"""bench/step_levers.py and bench/step_host.py (issue 48 §2) at test sizes: each table and its rows."""
+"""bench/speed/step_levers.py and step_host.py (issue 48 §2) at test sizes: each table and its
+rows."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench import step_host, step_levers
+from bench.speed import step_host, step_levers
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +74,7 @@ def test_tables_print_one_row_per_measurement(toy_run):
 def test_the_results_section_holds_every_table_and_the_command(toy_run):
     section = step_levers.results_section(toy_run)
     assert section.startswith(step_levers.RESULTS_TITLE + "\n")
-    assert "Command: `python bench/step_levers.py --batch 8 --rounds 2`" in section
+    assert "Command: `python bench/speed/step_levers.py --batch 8 --rounds 2`" in section
     for table in (
         step_levers.parts_table(toy_run["parts"]),
         step_levers.levers_table(toy_run["levers"]),

@@ -9,16 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from capsim.errors import DataFormatError
-from capsim.eval.sts import (
+from capsim.data.sts import (
     StsSubset,
-    evaluate_sts,
     read_input_and_gold,
     read_sick,
     read_sts_benchmark,
     read_sts_dir,
     read_sts_tsv,
 )
+from capsim.errors import DataFormatError
+from capsim.eval.sts import evaluate_sts
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "sts"
 

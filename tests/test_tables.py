@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from capsim.tables import format_table, results_rows
+from capsim.tables import format_cells, format_table, results_rows
 
 
 def test_format_table_renders_markdown_with_two_decimals():
@@ -18,6 +18,15 @@ def test_format_table_renders_markdown_with_two_decimals():
     assert format_table(rows, ["metric", "tau_c"]) == (
         "| metric | tau_c |\n|---|---|\n| BLEU-4 | 30.78 |\n| A\\|B | 1.00 |"
     )
+
+
+def test_format_cells_is_format_table_of_rows_given_in_column_order():
+    columns = ["metric", "tau_c"]
+    assert format_cells(columns, [["BLEU-4", "30.8"], ["A|B", 1.0]]) == (
+        "| metric | tau_c |\n|---|---|\n| BLEU-4 | 30.8 |\n| A\\|B | 1.00 |"
+    )
+    with pytest.raises(ValueError):
+        format_cells(columns, [["a row one cell short"]])
 
 
 def test_results_rows_keep_numbers_one_level_down_and_each_sts_years_means():

@@ -63,7 +63,7 @@ def test_the_wheel_holds_the_packages_and_the_models_not_configs(installed_wheel
 @pytest.mark.slow  # a training from the installed wheel in its own venv (51 s)
 @requires_glove
 def test_rebuild_from_the_installed_wheel(installed_wheel, shared_data, tmp_path):
-    """``python -m i2ce_jax.pretrained`` trains the recipe (runlocal) and exports a model
+    """``python -m i2ce_jax.rebuild_pretrained`` trains the recipe (runlocal) and exports a model
     that loads and scores (the fast tier's rebuild check)."""
     probe = _run_outside_the_clone(
         installed_wheel,
@@ -80,7 +80,7 @@ def test_rebuild_from_the_installed_wheel(installed_wheel, shared_data, tmp_path
         installed_wheel,
         tmp_path,
         "-m",
-        "i2ce_jax.pretrained",
+        "i2ce_jax.rebuild_pretrained",
         "--name=base",
         f"--data_dir={shared_data}",
         f"--workdir={tmp_path / 'work'}",

@@ -4,7 +4,7 @@ pycocoevalcap writes every caption of a call on its own line of one file,
 runs CoreNLP 3.4.1's ``PTBTokenizer -preserveLines -lowerCase`` on it and
 drops the tokens in its PUNCTUATIONS list; BLEU, ROUGE-L and CIDEr read what
 is left. This module reproduces that tokenizer's behaviour, derived from
-probes of the jar (tests/test_ptb.py and bench/ptb_agreement.py run both on
+probes of the jar (tests/test_ptb.py and bench/agreement/ptb_agreement.py run both on
 generated strings and on real captions), not from its source.
 
 The lexer reads a line left to right; at each position every rule is tried

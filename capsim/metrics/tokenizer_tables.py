@@ -1,7 +1,7 @@
 """What pycocoevalcap's PTBTokenizer (CoreNLP 3.4.1) knows, found by probing the jar:
 the words whose period it keeps, the sentence starters after an initial, the characters
 it rewrites, and its letters, digits and deleted characters as regex classes
-(ptb_characters.txt; bench/ptb_agreement.py --probe-characters rewrites it).
+(ptb_characters.txt; bench/agreement/ptb_agreement.py --probe-characters rewrites it).
 capsim.metrics.tokenizer's lexer reads them."""
 
 from __future__ import annotations

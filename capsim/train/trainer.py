@@ -47,7 +47,7 @@ def _compile_step(
 
     The loss's key is ``fold_in(key(seed), n)`` for the optimizer's count ``n`` of steps
     done, made inside the step: made on the host, it added 94-270 us to a step as short
-    as a GPU's (bench/step_levers.py, test sizes on CPU)."""
+    as a GPU's (bench/speed/step_levers.py, test sizes on CPU)."""
     replicated = mesh_lib.replicated(mesh)
 
     def train_step(
@@ -82,7 +82,7 @@ def step_key(seed: int, steps_done: int | jax.Array) -> jax.Array:
 
 def default_prefetch() -> int:
     """Batches put on the device ahead of the step: 1 on accelerators, 0 on CPU, where the
-    host is the device (bench/device_prefetch.py: 1.06x, min 0.97, max 1.10; noise)."""
+    host is the device (bench/speed/device_prefetch.py: 1.06x, min 0.97, max 1.10; noise)."""
     return 0 if jax.default_backend() == "cpu" else 1
 
 

@@ -1,4 +1,4 @@
-"""The I2CE encoders shipped in the package, and the command that rebuilds them.
+"""The I2CE encoders shipped in the package: load and export.
 
 ``load(name)`` returns a packaged encoder (word vectors + GRU; the decoder is
 only needed for training and is not shipped), its vocabulary and its metadata;
@@ -7,10 +7,10 @@ only needed for training and is not shipped), its vocabulary and its metadata;
 ``research``, trained on Flickr text too (non-commercial terms; only by name),
 one folder each beside this file.
 
-Rebuild one (i2ce_jax.pretrained.rebuild: trains the recipe in recipe.py, then exports
-into the package):
+Rebuild one (i2ce_jax/rebuild_pretrained.py, beside the trainer so that loading a model
+never imports it: trains the recipe in recipe.py, then exports into the package):
 
-    python -m i2ce_jax.pretrained --name base --data_dir ../shared/data
+    python -m i2ce_jax.rebuild_pretrained --name base --data_dir ../shared/data --into_package
 
 ``--export_only`` exports an already trained ``--workdir``. MODEL_CARD.md beside
 this file records the data, the licences, the figures and the checksums of the

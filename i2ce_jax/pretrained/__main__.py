@@ -1,3 +1,5 @@
-from i2ce_jax.pretrained.rebuild import main
+"""The rebuild command moved beside the trainer (loading a model must not import it)."""
 
-main()
+import sys
+
+sys.exit("the rebuild command is now: python -m i2ce_jax.rebuild_pretrained --help")

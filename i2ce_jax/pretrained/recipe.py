@@ -3,9 +3,9 @@
     python -m i2ce_jax.train --config=configs/i2ce_pretrained.py:model=large,data_dir=D --workdir=W
 
 (``configs/i2ce_pretrained.py`` is this file's ``get_config``), or, from an
-installed wheel, ``python -m i2ce_jax.pretrained --name large --data_dir D``,
-which trains it and exports the encoder. Each model states its own data, sizes
-and schedule below; the variant (InfoNCE) and the mixtures were chosen on
+installed wheel, ``python -m i2ce_jax.rebuild_pretrained --name large --data_dir D
+--out DIR`` (or ``--into_package``), which trains it and exports the encoder. Each model
+states its own data, sizes and schedule below; the variant (InfoNCE) and the mixtures were chosen on
 held-out captions of each domain (same-image AUC on ``dev_coco`` and
 ``dev_flickr``), never on human judgments: see MODEL_CARD.md beside this file.
 

@@ -4,7 +4,7 @@
 come from the installed pycocoevalcap (``pip install pycocoevalcap==1.2``).
 Every Flickr8k-Expert candidate and one caption of every COCO val2017 image
 scores as the jar scores it, to 1e-6, and so does the corpus score
-(bench/meteor_agreement.py; tests/test_meteor.py checks a sample in the fast
+(bench/agreement/meteor_agreement.py; tests/test_meteor.py checks a sample in the fast
 tier and the full sets in the slow one).
 """
 

@@ -24,7 +24,7 @@ and the first BEAM_SIZE are kept. Then each, in that order:
 After p = L one more sort ranks the partials the same way and the first wins.
 Chunks are counted when they close, which shapes the rankings on the way.
 Written from that description (the jar's Java is LGPL), it gives every
-Flickr8k-Expert and COCO caption of bench/meteor_agreement.py the jar's score.
+Flickr8k-Expert and COCO caption of bench/agreement/meteor_agreement.py the jar's score.
 """
 
 from __future__ import annotations
