@@ -1,6 +1,6 @@
 """The meta-evaluation report's cost, as users run it, and a long-caption pair set.
 
-    python bench/metaeval_report.py [--rounds 3] [--resamples 1000] [--permutations 1000]
+    python bench/quality/metaeval_report.py [--rounds 3] [--resamples 1000] [--permutations 1000]
         [--pairs 500] [--write]
 
 1. Flickr8k-Expert, the whole report from a cold process: ``python -m i2ce_jax.evaluate``
@@ -25,7 +25,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import argparse
 import json
