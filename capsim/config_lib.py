@@ -101,6 +101,14 @@ def caption_sources(
     )
 
 
+def seed_sweep(hyper, seeds: int) -> list[list[dict]]:
+    """A sweep config's ``seeds=K`` grid argument: every configuration repeated over
+    ``config.seed`` 0..K-1 (nothing added for K = 1, so job names stay as they were)."""
+    if int(seeds) != seeds or seeds < 1:
+        raise ValueError(f"seeds must be a whole number >= 1, got {seeds!r}")
+    return [hyper.sweep("config.seed", list(range(int(seeds))))] if seeds > 1 else []
+
+
 def plus_joined(names: str) -> tuple[str, ...]:
     """``"coco+flickr8k"`` -> ("coco", "flickr8k"); "" -> ()."""
     return tuple(filter(None, names.split("+")))

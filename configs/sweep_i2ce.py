@@ -5,7 +5,9 @@
         --workdir=runs/i2ce_small --jobs 2
 
 Grid arguments, each one value or several joined by ``+``: ``branch`` (recon,
-margin-mean, margin-max, triplet, infonce) and ``hidden`` (GRU sizes). The
+margin-mean, margin-max, triplet, infonce) and ``hidden`` (GRU sizes); ``seeds=K``
+repeats every job over ``config.seed`` 0..K-1, and the results give each
+configuration's mean over its seeds with a 95% interval (launch.aggregate). The
 other arguments are the numbers below (the settled recipe of
 configs/i2ce_coco_*.py) and i2ce_jax.config_lib.OPTIONS (data_dir, sources,
 glove, buckets, runlocal, ...); they apply to every job. ``get_config`` is the
@@ -51,6 +53,7 @@ def _parse(arg: str | None) -> ml_collections.ConfigDict:
         l2=0.0,
         batch=128,
         epochs=8.0,  # with early stopping (patience 4) on the dev evaluation
+        seeds=1,  # each configuration repeated over config.seed 0..seeds-1
         eval_every=200,
     )
 
@@ -87,5 +90,6 @@ def get_sweep(hyper, arg: str | None = None) -> list[dict]:
         [
             hyper.sweep("branch", branches),
             hyper.sweep("config.model.hidden_dim", _hiddens(arg)),
+            *common.seed_sweep(hyper, arg.seeds),
         ]
     )

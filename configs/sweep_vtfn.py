@@ -7,7 +7,9 @@
 Grid arguments choose a sub-grid; each takes one value or several joined by
 ``+``: ``encoder`` (bow_sum, bow_mean, gru, lstm, cnn), ``loss`` (pearson,
 covariance, kendall, rank, margin, triplet, or any other capsim.losses name)
-and ``dataset`` (shapes_world, files). The other arguments are the numbers
+and ``dataset`` (shapes_world, files). ``seeds=K`` repeats every job over
+``config.seed`` 0..K-1; the results then give each configuration's mean over its
+seeds with a 95% interval (launch.aggregate). The other arguments are the numbers
 below and vtfn_jax.config_lib.OPTIONS (data_dir, features, runlocal, ...); they
 apply to every job. ``get_config`` is the grid's first job; the others change
 it through ``config.*`` keys: the encoder replaces ``config.model`` (a BOW tower
@@ -58,6 +60,7 @@ def _parse(arg: str | None) -> ml_collections.ConfigDict:
         l2=1e-6,
         batch=128,
         epochs=20.0,  # with early stopping (patience 5) on the dev evaluation
+        seeds=1,  # each configuration repeated over config.seed 0..seeds-1
         eval_every=100,
     )
 
@@ -111,5 +114,6 @@ def get_sweep(hyper, arg: str | None = None) -> list[dict]:
             hyper.sweep("dataset", datasets),
             hyper.sweep("encoder", encoders),
             hyper.sweep("config.loss.name", _choices(arg, "loss")),
+            *common.seed_sweep(hyper, arg.seeds),
         ]
     )

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import csv
 import dataclasses
 import hashlib
 import importlib.util
@@ -38,22 +37,18 @@ import subprocess
 import sys
 import time
 import types
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from capsim.config_lib import apply_overrides
-from capsim.tables import format_table
 from capsim.workdir import RESULTS_FILE
+from launch.aggregate import JOB_FILE, LOG_FILE, aggregate
 
 CONFIG_PREFIX = "config."
-JOB_FILE = "job.json"
 OVERRIDES_FILE = "overrides.json"
-LOG_FILE = "log.txt"
 MAX_NAME_CHARS = 200
 NAME_HASH_CHARS = 8
 UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._+=,-]")
-STS_AVERAGE = "avg2016"
-STS_YEAR_METRIC = "spearman_mean"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,78 +248,6 @@ def run_sweep(
     for job in failed:
         print(f"FAILED {job.name}: see {workdir / job.name / LOG_FILE}", file=sys.stderr)
     return len(failed)
-
-
-def _lookup(results: Mapping, path: Sequence[str]) -> object:
-    for part in path:
-        if not isinstance(results, Mapping) or results.get(part) is None:
-            return ""
-        results = results[part]
-    return results
-
-
-def _metrics(results: Mapping, metrics: Mapping[str, Sequence[str]]) -> dict[str, object]:
-    """The table's metrics of one results.json; STS adds per-year Spearman and avg2016."""
-    row = {column: _lookup(results, path) for column, path in metrics.items()}
-    sts = results.get("sts") or {}
-    for year, scores in sts.items():
-        if isinstance(scores, Mapping):
-            row[f"{year}_spearman"] = scores[STS_YEAR_METRIC]
-    if STS_AVERAGE in sts:
-        row[STS_AVERAGE] = sts[STS_AVERAGE]
-    return row
-
-
-def _status(job_dir: Path, record: Mapping) -> str:
-    if (job_dir / RESULTS_FILE).exists():
-        return "ok"
-    return "failed" if "returncode" in record else "unfinished"
-
-
-def _union(keys: Iterable[Iterable[str]]) -> list[str]:
-    return list(dict.fromkeys(key for group in keys for key in group))
-
-
-def aggregate(workdir: str | Path, metrics: Mapping[str, Sequence[str]]) -> list[dict[str, object]]:
-    """One row per job folder under ``workdir``: swept values, status, ``metrics``
-    (column -> path into results.json), log path.
-
-    Writes ``results.csv`` (every column) and ``results.md`` (the table, then
-    the failed jobs with their logs); missing metrics are empty.
-    """
-    workdir = Path(workdir)
-    jobs = []
-    for job_file in sorted(workdir.glob(f"*/{JOB_FILE}")):
-        record = json.loads(job_file.read_text())
-        status = _status(job_file.parent, record)
-        results_file = job_file.parent / RESULTS_FILE
-        row = _metrics(json.loads(results_file.read_text()), metrics) if status == "ok" else {}
-        jobs.append((record, status, row, job_file.parent / LOG_FILE))
-    param_columns = _union(record["params"] for record, *_ in jobs)
-    metric_columns = _union([metrics, *(row for _, _, row, _ in jobs)])
-    columns = ["job", *param_columns, "status", *metric_columns, "log"]
-    rows = [
-        {
-            "job": record["name"],
-            **{column: record["params"].get(column, "") for column in param_columns},
-            "status": status,
-            **{column: row.get(column, "") for column in metric_columns},
-            "log": str(log),
-        }
-        for record, status, row, log in jobs
-    ]
-    with open(workdir / "results.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
-    table_columns = [c for c in columns if c not in ("job", "log")]
-    lines = [f"# Sweep results: {workdir}", "", format_table(rows, table_columns)]
-    failed = [row for row in rows if row["status"] == "failed"]
-    if failed:
-        lines += ["", "## Failed jobs", ""]
-        lines += [f"- `{row['job']}`: `{row['log']}`" for row in failed]
-    (workdir / "results.md").write_text("\n".join(lines) + "\n")
-    return rows
 
 
 def main(argv: Sequence[str] | None = None) -> int:

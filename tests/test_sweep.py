@@ -8,7 +8,9 @@ import math
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy import stats
 
 from capsim import config_lib
 from configs import (
@@ -190,6 +192,65 @@ def test_aggregate_tabulates_metrics_and_lists_failures(tmp_path):
     report = (tmp_path / "results.md").read_text()
     assert "## Failed jobs" in report
     assert str(tmp_path / f"encoder=gru,loss={BAD_LOSS}" / sweep.LOG_FILE) in report
+
+
+@pytest.mark.parametrize(
+    "config_file, arg, per_configuration",
+    [
+        ("sweep_vtfn.py", "encoder=bow_sum+gru,loss=pearson,dataset=shapes_world,seeds=3", 3),
+        ("sweep_i2ce.py", "branch=recon+triplet,seeds=4", 4),
+        ("sweep_vtfn.py", "encoder=bow_sum+gru,loss=pearson,dataset=shapes_world", 1),
+    ],
+)
+def test_seeds_repeat_every_configuration(config_file, arg, per_configuration):
+    jobs = sweep.expand_grid(sweep.load_config_module(REPO / "configs" / config_file), arg)
+    assert len(jobs) == 2 * per_configuration
+    if per_configuration == 1:
+        assert all("seed" not in job.params for job in jobs)  # names as they were
+        return
+    seeds = [job.overrides["config.seed"] for job in jobs]
+    assert seeds == list(range(per_configuration)) * 2
+    assert jobs[1].name.endswith(",seed=1")
+    assert len({job.name.rsplit(",seed=", 1)[0] for job in jobs}) == 2
+
+
+def test_seeds_must_be_a_whole_number_of_one_or_more():
+    with pytest.raises(ValueError, match="seeds must be a whole number >= 1"):
+        sweep.expand_grid(sweep.load_config_module(SWEEP_CONFIG), "seeds=0")
+
+
+def test_means_over_seeds_carry_a_t_interval(tmp_path):
+    """Two configurations over seeds (one seed of the second failed): each mean and its 95%
+    interval against NumPy and SciPy's t quantile; a one-seed metric gets none."""
+    aucs = {"pearson": [80.0, 82.5, 79.0], "kendall": [70.0, 71.0]}
+    for loss, values in aucs.items():
+        for seed, auc in enumerate(values):
+            results = {"same_diff": {"auc": auc}, "train": {"steps": 10 + seed}}
+            if seed == 0:
+                results["retrieval"] = {"c2i_mrr": 0.5}
+            _fake_job(tmp_path, {"loss": loss, "seed": seed}, 0, results)
+    _fake_job(tmp_path, {"loss": "kendall", "seed": 2}, 1, None)
+    sweep.aggregate(tmp_path, sweep_vtfn.METRICS)
+    with open(tmp_path / "results.csv") as f:
+        table = list(csv.DictReader(f))
+    means = {row["loss"]: row for row in table if row["status"] == "mean"}
+    assert len(table) == 6 + 2 and set(means) == {"pearson", "kendall"}
+    for loss, values in aucs.items():
+        row = means[loss]
+        n, mean = len(values), np.mean(values)
+        half = stats.t.ppf(0.975, n - 1) * np.std(values, ddof=1) / math.sqrt(n)
+        assert row["seed"] == f"mean of {n}"
+        assert float(row["same_diff_auc"]) == pytest.approx(mean)
+        assert float(row["same_diff_auc_ci_low"]) == pytest.approx(mean - half)
+        assert float(row["same_diff_auc_ci_high"]) == pytest.approx(mean + half)
+        assert row["c2i_mrr"] == "" and row["c2i_mrr_ci_low"] == ""  # one seed has it
+    report = (tmp_path / "results.md").read_text()
+    assert "## Means over seeds, with 95% intervals" in report
+    low, high = (
+        float(means["kendall"]["same_diff_auc_ci_low"]),
+        float(means["kendall"]["same_diff_auc_ci_high"]),
+    )
+    assert f"| kendall | mean of 2 | 70.50 [{low:.2f}, {high:.2f}] |" in report
 
 
 @pytest.mark.slow  # three training jobs, one failing, and a resume (27 s)
