@@ -17,7 +17,9 @@ is a choice that sets several fields at once: its values map a label to a dict
 of ``config.*`` keys (a dataset sets its source and its evaluation tasks).
 
 Each job runs ``python -m TRAIN_MODULE --config=FILE:ARG --overrides=JOB/overrides.json``
-in ``WORKDIR/<job name>``, logging to ``log.txt`` there. A job whose folder
+in ``WORKDIR/<job name>``, logging to ``log.txt`` there. With ``--jobs N`` each job's
+JAX takes 0.9/N of an accelerator's memory (``XLA_PYTHON_CLIENT_MEM_FRACTION``, unless
+you set it or ``XLA_PYTHON_CLIENT_PREALLOCATE`` yourself), so N jobs share one GPU. A job whose folder
 already holds ``results.json`` is skipped, so rerunning the command resumes the
 grid; a failed job does not stop the others, but makes the exit code non-zero.
 At the end ``aggregate`` writes ``WORKDIR/results.csv`` and ``WORKDIR/results.md``.
@@ -32,6 +34,7 @@ import hashlib
 import importlib.util
 import itertools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -46,6 +49,9 @@ from launch.aggregate import JOB_FILE, LOG_FILE, aggregate
 
 CONFIG_PREFIX = "config."
 OVERRIDES_FILE = "overrides.json"
+MEM_FRACTION = "XLA_PYTHON_CLIENT_MEM_FRACTION"
+# Of one accelerator's memory, the share all jobs of a --jobs N grid take together.
+GPU_MEMORY_SHARE = 0.9
 MAX_NAME_CHARS = 200
 NAME_HASH_CHARS = 8
 UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._+=,-]")
@@ -173,7 +179,20 @@ def _write_json(path: Path, payload: dict) -> None:
     path.write_text(json.dumps(payload, indent=2) + "\n")
 
 
-def run_job(job: Job, train_module: str, config: str, workdir: Path) -> int:
+def job_environment(jobs: int, environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a job run beside ``jobs - 1`` others: each JAX process takes
+    ``GPU_MEMORY_SHARE / jobs`` of an accelerator's memory instead of the 75% it
+    preallocates by default, so that jobs sharing one GPU all start. A user's own
+    ``XLA_PYTHON_CLIENT_MEM_FRACTION`` or ``XLA_PYTHON_CLIENT_PREALLOCATE`` is kept."""
+    env = dict(environ)
+    if jobs > 1 and not {MEM_FRACTION, "XLA_PYTHON_CLIENT_PREALLOCATE"} & set(env):
+        env[MEM_FRACTION] = f"{GPU_MEMORY_SHARE / jobs:.3f}"
+    return env
+
+
+def run_job(
+    job: Job, train_module: str, config: str, workdir: Path, env: Mapping[str, str] | None = None
+) -> int:
     """Runs one job to completion, its output in log.txt; returns the exit code."""
     job_dir = workdir / job.name
     job_dir.mkdir(parents=True, exist_ok=True)
@@ -185,7 +204,9 @@ def run_job(job: Job, train_module: str, config: str, workdir: Path) -> int:
     with open(job_dir / LOG_FILE, "w") as log:
         log.write(" ".join(command) + "\n\n")
         log.flush()
-        returncode = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT).returncode
+        returncode = subprocess.run(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env
+        ).returncode
     _write_json(
         job_dir / JOB_FILE,
         {**record, "returncode": returncode, "seconds": round(time.monotonic() - start, 1)},
@@ -226,7 +247,10 @@ def run_sweep(
     start = time.monotonic()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
     try:
-        futures = {pool.submit(run_job, job, train_module, config, workdir): job for job in pending}
+        env = job_environment(jobs, os.environ)
+        futures = {
+            pool.submit(run_job, job, train_module, config, workdir, env): job for job in pending
+        }
         for finished, future in enumerate(concurrent.futures.as_completed(futures), 1):
             job = futures[future]
             ok = future.result() == 0

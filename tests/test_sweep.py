@@ -214,6 +214,16 @@ def test_seeds_repeat_every_configuration(config_file, arg, per_configuration):
     assert len({job.name.rsplit(",seed=", 1)[0] for job in jobs}) == 2
 
 
+def test_jobs_side_by_side_share_an_accelerators_memory():
+    assert sweep.MEM_FRACTION not in sweep.job_environment(1, {"PATH": "/bin"})
+    env = sweep.job_environment(4, {"PATH": "/bin"})
+    assert env == {"PATH": "/bin", sweep.MEM_FRACTION: "0.225"}
+    mine = {sweep.MEM_FRACTION: "0.3"}
+    assert sweep.job_environment(4, mine) == mine  # a user's setting wins
+    off = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
+    assert sweep.job_environment(2, off) == off
+
+
 def test_seeds_must_be_a_whole_number_of_one_or_more():
     with pytest.raises(ValueError, match="seeds must be a whole number >= 1"):
         sweep.expand_grid(sweep.load_config_module(SWEEP_CONFIG), "seeds=0")
