@@ -31,7 +31,6 @@ import argparse
 import concurrent.futures
 import dataclasses
 import hashlib
-import importlib.util
 import itertools
 import json
 import os
@@ -46,10 +45,13 @@ from pathlib import Path
 from capsim.config_lib import apply_overrides
 from capsim.workdir import RESULTS_FILE
 from launch.aggregate import JOB_FILE, LOG_FILE, aggregate
+from launch.pack import PACK_MODE, load_config_module, shape_of
 
 CONFIG_PREFIX = "config."
 OVERRIDES_FILE = "overrides.json"
 MEM_FRACTION = "XLA_PYTHON_CLIENT_MEM_FRACTION"
+DEFAULT_PACK = 1  # chosen from bench/RESULTS.md "Grids on one machine"
+PACK_LOGS = "packs"  # a pack process's own output, beside the job folders
 # Of one accelerator's memory, the share all jobs of a --jobs N grid take together.
 GPU_MEMORY_SHARE = 0.9
 MAX_NAME_CHARS = 200
@@ -124,19 +126,6 @@ class Job:
         ]
 
 
-def load_config_module(path: str | Path) -> types.ModuleType:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"sweep config {path} does not exist")
-    spec = importlib.util.spec_from_file_location(f"sweep_config_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    for needed in ("get_config", "get_sweep", "TRAIN_MODULE", "METRICS"):
-        if not hasattr(module, needed):
-            raise AttributeError(f"sweep config {path} defines no {needed}")
-    return module
-
-
 def _job(entry: Mapping[str, object]) -> Job:
     overrides, params = {}, {}
     for key, value in entry.items():
@@ -190,28 +179,69 @@ def job_environment(jobs: int, environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def run_job(
-    job: Job, train_module: str, config: str, workdir: Path, env: Mapping[str, str] | None = None
-) -> int:
-    """Runs one job to completion, its output in log.txt; returns the exit code."""
+def _prepare(job: Job, workdir: Path, command: list[str], **fields: object) -> dict:
     job_dir = workdir / job.name
     job_dir.mkdir(parents=True, exist_ok=True)
     _write_json(job_dir / OVERRIDES_FILE, job.overrides)
-    command = job.command(train_module, config, workdir)
-    record = {"name": job.name, "params": job.params, "command": command}
+    record = {"name": job.name, "params": job.params, "command": command, **fields}
     _write_json(job_dir / JOB_FILE, record)
+    return record
+
+
+def run_job(
+    task: Sequence[Job], train_module: str, config: str, workdir: Path, env: Mapping | None = None
+) -> list[bool]:
+    """Runs one job (``task`` holds it alone) to completion, its output in log.txt."""
+    (job,) = task
+    command = job.command(train_module, config, workdir)
+    record = _prepare(job, workdir, command)
     start = time.monotonic()
-    with open(job_dir / LOG_FILE, "w") as log:
+    with open(workdir / job.name / LOG_FILE, "w") as log:
         log.write(" ".join(command) + "\n\n")
         log.flush()
         returncode = subprocess.run(
             command, stdout=log, stderr=subprocess.STDOUT, env=env
         ).returncode
     _write_json(
-        job_dir / JOB_FILE,
+        workdir / job.name / JOB_FILE,
         {**record, "returncode": returncode, "seconds": round(time.monotonic() - start, 1)},
     )
-    return returncode
+    return [returncode == 0]
+
+
+def packs(jobs: Sequence[Job], size: int) -> list[list[Job]]:
+    """Jobs that differ only in member keys (launch.pack.MEMBER_KEYS), up to ``size`` a
+    pack; jobs that differ in a shape key go to separate packs."""
+    groups: dict[str, list[Job]] = {}
+    for job in jobs:
+        groups.setdefault(shape_of(job.overrides), []).append(job)
+    return [group[k : k + size] for group in groups.values() for k in range(0, len(group), size)]
+
+
+def run_members(
+    task: Sequence[Job], train_module: str, config: str, workdir: Path, env: Mapping | None = None
+) -> list[bool]:
+    """One process trains the jobs of ``task`` in turn (launch.pack); each member's output
+    goes to its own log.txt, the process's own lines to ``packs/<first member>.log``."""
+    dirs = [str(workdir / job.name) for job in task]
+    command = [sys.executable, "-m", "launch.pack", f"--train_module={train_module}"]
+    command += [f"--config={config}", *dirs]
+    names = [job.name for job in task]
+    for job in task:
+        _prepare(job, workdir, command, pack=names)
+        (workdir / job.name / LOG_FILE).write_text(" ".join(command) + "\n\n")
+    (workdir / PACK_LOGS).mkdir(exist_ok=True)
+    with open(workdir / PACK_LOGS / f"{task[0].name}.log", "w") as log:
+        returncode = subprocess.run(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env
+        ).returncode
+    ok = [(workdir / job.name / RESULTS_FILE).exists() for job in task]
+    if returncode not in (0, 1):  # the process itself died: its unfinished members failed
+        for job, finished in zip(task, ok, strict=True):
+            record = json.loads((workdir / job.name / JOB_FILE).read_text())
+            if not finished and "returncode" not in record:
+                _write_json(workdir / job.name / JOB_FILE, {**record, "returncode": returncode})
+    return ok
 
 
 def _format_seconds(seconds: float) -> str:
@@ -227,8 +257,12 @@ def run_sweep(
     max_runs: int | None = None,
     runlocal: bool = False,
     train_module: str | None = None,
+    pack: int = 1,
 ) -> int:
-    """Expands and runs the grid; returns the number of failed jobs."""
+    """Expands and runs the grid; returns the number of failed jobs. ``pack`` > 1 trains up
+    to that many jobs a process (launch.pack), ``jobs`` processes at once."""
+    if jobs < 1 or pack < 1:
+        raise ValueError(f"--jobs and --pack must be >= 1, got {jobs} and {pack}")
     config_file, _, arg = config.partition(":")
     if runlocal:
         arg = _merge_arg(arg, {"runlocal": True})
@@ -243,28 +277,33 @@ def run_sweep(
     if max_runs is not None:
         pending = pending[:max_runs]
     print(f"grid of {len(grid)}: {done} already done, running {len(pending)}", flush=True)
+    tasks = packs(pending, pack) if pack > 1 else [[job] for job in pending]
+    if pack > 1:
+        print(f"{len(tasks)} processes of up to {pack} members each ({PACK_MODE})", flush=True)
     failed = []
     start = time.monotonic()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
     try:
         env = job_environment(jobs, os.environ)
+        run = run_members if pack > 1 else run_job
         futures = {
-            pool.submit(run_job, job, train_module, config, workdir, env): job for job in pending
+            pool.submit(run, task, train_module, config, workdir, env): task for task in tasks
         }
-        for finished, future in enumerate(concurrent.futures.as_completed(futures), 1):
-            job = futures[future]
-            ok = future.result() == 0
-            done += ok
-            if not ok:
-                failed.append(job)
-            elapsed = time.monotonic() - start
-            eta = elapsed / finished * (len(pending) - finished)
-            print(
-                f"[{finished}/{len(pending)}] {job.name}: {'ok' if ok else 'FAILED'}; "
-                f"grid {done}/{len(grid)} done, {_format_seconds(elapsed)} elapsed, "
-                f"ETA {_format_seconds(eta)}",
-                flush=True,
-            )
+        finished = 0
+        for future in concurrent.futures.as_completed(futures):
+            for job, ok in zip(futures[future], future.result(), strict=True):
+                finished += 1
+                done += ok
+                if not ok:
+                    failed.append(job)
+                elapsed = time.monotonic() - start
+                eta = elapsed / finished * (len(pending) - finished)
+                print(
+                    f"[{finished}/{len(pending)}] {job.name}: {'ok' if ok else 'FAILED'}; "
+                    f"grid {done}/{len(grid)} done, {_format_seconds(elapsed)} elapsed, "
+                    f"ETA {_format_seconds(eta)}",
+                    flush=True,
+                )
     finally:  # on Ctrl-C, start no queued job
         pool.shutdown(wait=True, cancel_futures=True)
     aggregate(workdir, module.METRICS)
@@ -286,9 +325,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--train_module", default=None, help="default: the sweep config's TRAIN_MODULE"
     )
+    parser.add_argument(
+        "--pack",
+        type=int,
+        default=DEFAULT_PACK,
+        help="train up to N jobs that differ only in member keys (seed, learning rate, loss "
+        "scalars, dropout) in one process, in turn (1: a process a job)",
+    )
     args = parser.parse_args(argv)
     failed = run_sweep(
-        args.config, args.workdir, args.jobs, args.max_runs, args.runlocal, args.train_module
+        args.config,
+        args.workdir,
+        args.jobs,
+        args.max_runs,
+        args.runlocal,
+        args.train_module,
+        args.pack,
     )
     return 1 if failed else 0
 

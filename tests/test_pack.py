@@ -1,0 +1,142 @@
+"""launch.pack (``launch.sweep --pack N``): members trained in turn by one process, each
+the run its job stands for: the same losses at every step and the same final metrics as
+its solo run; a failing member does not stop the others; a SIGTERM ends the pack."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from launch import pack, sweep
+
+REPO = Path(__file__).resolve().parents[1]
+# Keys that time the run, not train it: they differ between any two runs.
+TIMING = ("examples_per_second", "seconds", "time", "pack")
+
+FAKE_CONFIG = """
+import ml_collections
+
+TRAIN_MODULE = "fake_train"
+METRICS = {"score": ("score",)}
+
+
+def get_config(arg=None):
+    return ml_collections.ConfigDict(dict(seed=0, optimizer=dict(learning_rate=0.1)))
+
+
+def get_sweep(hyper, arg=None):
+    return hyper.sweep("config.seed", [0, 1, 2, 3, 4])
+"""
+FAKE_TRAIN = """
+import json, sys
+from pathlib import Path
+
+
+def train_and_evaluate(config, workdir):
+    print("training seed", config.seed)
+    if config.seed == 1:
+        raise RuntimeError("member 1 fails")
+    if config.seed == 3:  # as the trainer does on SIGTERM: saved, exit 0
+        sys.exit(0)
+    (Path(workdir) / "results.json").write_text(json.dumps({"score": config.seed * 10}))
+"""
+
+
+def test_jobs_pack_by_shape_and_size():
+    jobs = [
+        sweep.Job(f"j{k}", {}, {"config.seed": k % 3, "config.loss.name": loss})
+        for k, loss in enumerate(["a", "a", "a", "b", "a", "b"])
+    ]
+    groups = [[job.name for job in group] for group in sweep.packs(jobs, 2)]
+    assert groups == [["j0", "j1"], ["j2", "j4"], ["j3", "j5"]]
+    assert pack.shape_of({"config.seed": 1, "config.optimizer.learning_rate": 0.1}) == "{}"
+
+
+def test_a_pack_runs_its_members_in_turn(tmp_path, monkeypatch, capsys):
+    (tmp_path / "fake_train.py").write_text(FAKE_TRAIN)
+    config = tmp_path / "fake_sweep.py"
+    config.write_text(FAKE_CONFIG)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    workdir = tmp_path / "runs"
+    jobs = sweep.expand_grid(sweep.load_config_module(config), "")
+    for job in jobs:
+        sweep._prepare(job, workdir, [], pack=[j.name for j in jobs])
+    dirs = [workdir / job.name for job in jobs]
+    assert pack.run_pack("fake_train", str(config), dirs) == 1
+    results = json.loads((dirs[2] / "results.json").read_text())
+    assert results == {"score": 20, "pack": {"mode": "in turn", "members": 5, "index": 2}}
+    assert "training seed 2" in (dirs[2] / "log.txt").read_text()
+    assert "RuntimeError: member 1 fails" in (dirs[1] / "log.txt").read_text()
+    assert json.loads((dirs[1] / "job.json").read_text())["returncode"] == 1
+    stopped = json.loads((dirs[3] / "job.json").read_text())
+    assert "returncode" not in stopped and not (dirs[3] / "results.json").exists()
+    assert not (dirs[4] / "log.txt").exists()  # never started: the next sweep resumes it
+    assert "training seed" not in capsys.readouterr().out  # members write to their logs
+    rows = {row["job"]: row["status"] for row in sweep.aggregate(workdir, {"score": ("score",)})}
+    assert list(rows.values()) == ["ok", "failed", "ok", "unfinished", "unfinished"]
+
+
+def _solo_vs_packed_config(tmp_path: Path, base: str, steps: int) -> Path:
+    path = tmp_path / "sweep_members.py"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            from configs import {base} as base
+            from configs.{base} import METRICS, TRAIN_MODULE, get_config
+
+
+            def get_sweep(hyper, arg=None):
+                members = [
+                    {{"config.seed": 0, "config.optimizer.learning_rate": 1e-3}},
+                    {{"config.seed": 1, "config.optimizer.learning_rate": 3e-3}},
+                ]
+                steps = hyper.sweep("config.num_steps", [{steps}])
+                patience = hyper.sweep("config.early_stopping.patience", [1000])
+                return hyper.product([base.get_sweep(hyper, arg), members, steps, patience])
+            """
+        )
+    )
+    return path
+
+
+def _trained(job_dir: Path) -> tuple[list[dict], dict]:
+    def untimed(row: dict) -> dict:
+        return {
+            k: untimed(v) if isinstance(v, dict) else v
+            for k, v in row.items()
+            if not any(word in k for word in TIMING)
+        }
+
+    rows = [untimed(json.loads(line)) for line in (job_dir / "metrics.jsonl").open()]
+    return rows, untimed(json.loads((job_dir / "results.json").read_text()))
+
+
+@pytest.mark.slow  # 4 trainings of 50 steps per model, two of them in processes of their own
+@pytest.mark.parametrize(
+    "base, arg",
+    [
+        ("sweep_vtfn", "dataset=shapes_world,encoder=bow_sum,loss=pearson"),
+        ("sweep_vtfn", "dataset=shapes_world,encoder=gru,loss=pearson"),
+        ("sweep_i2ce", "branch=margin-mean,hidden=32"),
+    ],
+)
+def test_a_packed_member_equals_its_solo_run(tmp_path, base, arg):
+    """Two members differing in seed and learning rate, 50 steps: every logged loss and
+    every final metric equal their solo runs' (a member is that run, in a shared process)."""
+    config = f"{_solo_vs_packed_config(tmp_path, base, 50)}:{arg},runlocal"
+    assert sweep.run_sweep(config, tmp_path / "packed", pack=2) == 0
+    assert sweep.run_sweep(config, tmp_path / "solo", pack=1) == 0
+    names = sorted(p.parent.name for p in (tmp_path / "solo").glob("*/results.json"))
+    assert len(names) == 2
+    for name in names:
+        solo_rows, solo = _trained(tmp_path / "solo" / name)
+        packed_rows, packed = _trained(tmp_path / "packed" / name)
+        losses = [row for row in solo_rows if "train/loss" in row]
+        assert solo_rows[-1]["step"] >= 50 and len(losses) >= 5
+        assert packed_rows == solo_rows
+        assert packed == solo
+        pack_info = json.loads((tmp_path / "packed" / name / "results.json").read_text())["pack"]
+        assert pack_info["mode"] == "in turn" and pack_info["members"] == 2
