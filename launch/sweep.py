@@ -50,7 +50,8 @@ from launch.pack import PACK_MODE, load_config_module, shape_of
 CONFIG_PREFIX = "config."
 OVERRIDES_FILE = "overrides.json"
 MEM_FRACTION = "XLA_PYTHON_CLIENT_MEM_FRACTION"
-DEFAULT_PACK = 1  # chosen from bench/RESULTS.md "Grids on one machine"
+# Members a process by default: 2.3-2.6x a process a job on 2 cores (bench/speed/grid_packing.py)
+DEFAULT_PACK = 4
 PACK_LOGS = "packs"  # a pack process's own output, beside the job folders
 # Of one accelerator's memory, the share all jobs of a --jobs N grid take together.
 GPU_MEMORY_SHARE = 0.9
@@ -257,7 +258,7 @@ def run_sweep(
     max_runs: int | None = None,
     runlocal: bool = False,
     train_module: str | None = None,
-    pack: int = 1,
+    pack: int = DEFAULT_PACK,
 ) -> int:
     """Expands and runs the grid; returns the number of failed jobs. ``pack`` > 1 trains up
     to that many jobs a process (launch.pack), ``jobs`` processes at once."""
