@@ -5,9 +5,15 @@ its solo run; a failing member does not stop the others; a SIGTERM ends the pack
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 import textwrap
+import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from launch import pack, sweep
@@ -79,7 +85,9 @@ def test_a_pack_runs_its_members_in_turn(tmp_path, monkeypatch, capsys):
     assert list(rows.values()) == ["ok", "failed", "ok", "unfinished", "unfinished"]
 
 
-def _solo_vs_packed_config(tmp_path: Path, base: str, steps: int) -> Path:
+def _solo_vs_packed_config(
+    tmp_path: Path, base: str, steps: int, checkpoint_every: int = 0
+) -> Path:
     path = tmp_path / "sweep_members.py"
     path.write_text(
         textwrap.dedent(
@@ -95,7 +103,10 @@ def _solo_vs_packed_config(tmp_path: Path, base: str, steps: int) -> Path:
                 ]
                 steps = hyper.sweep("config.num_steps", [{steps}])
                 patience = hyper.sweep("config.early_stopping.patience", [1000])
-                return hyper.product([base.get_sweep(hyper, arg), members, steps, patience])
+                fixed = [steps, patience]
+                if {checkpoint_every}:
+                    fixed.append(hyper.sweep("config.checkpoint_every", [{checkpoint_every}]))
+                return hyper.product([base.get_sweep(hyper, arg), members, *fixed])
             """
         )
     )
@@ -140,3 +151,46 @@ def test_a_packed_member_equals_its_solo_run(tmp_path, base, arg):
         assert packed == solo
         pack_info = json.loads((tmp_path / "packed" / name / "results.json").read_text())["pack"]
         assert pack_info["mode"] == "in turn" and pack_info["members"] == 2
+
+
+@pytest.mark.slow  # an uninterrupted pack, a killed one and its resumption (about 60 s)
+def test_a_pack_killed_mid_member_resumes_to_the_uninterrupted_pack(tmp_path):
+    """SIGKILL to the whole sweep at a seeded step of the second member; the same command
+    again skips the finished member, resumes the killed one from its checkpoint, and
+    every member's logged losses and metrics equal an uninterrupted pack's."""
+    arg = "dataset=shapes_world,encoder=bow_sum,loss=pearson,runlocal"
+    config = f"{_solo_vs_packed_config(tmp_path, 'sweep_vtfn', 60, checkpoint_every=10)}:{arg}"
+    assert sweep.run_sweep(config, tmp_path / "whole", pack=2) == 0
+    names = sorted(p.parent.name for p in (tmp_path / "whole").glob("*/results.json"))
+    target = int(np.random.default_rng(0).integers(15, 45))
+    killed = tmp_path / "killed"
+    command = [sys.executable, "-m", "launch.sweep", f"--config={config}"]
+    process = subprocess.Popen(
+        [*command, f"--workdir={killed}", "--pack=2"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    second = killed / names[1] / "metrics.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and process.poll() is None:
+        rows = second.read_text().splitlines() if second.exists() else []
+        if rows and json.loads(rows[-1])["step"] >= target:
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, "the pack ended before the kill"
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    assert (killed / names[0] / "results.json").exists()
+    assert not (killed / names[1] / "results.json").exists()
+    assert sweep.run_sweep(config, killed, pack=2) == 0
+    for name in names:
+        whole_rows, whole = _trained(tmp_path / "whole" / name)
+        resumed_rows, resumed = _trained(killed / name)
+        assert [row["step"] for row in resumed_rows] == [row["step"] for row in whole_rows]
+        for a, b in zip(resumed_rows, whole_rows, strict=True):
+            for key, value in b.items():
+                assert a[key] == pytest.approx(value, rel=1e-6, abs=1e-6), (name, key)
+        assert resumed.keys() == whole.keys()
+        assert resumed["same_diff"] == pytest.approx(whole["same_diff"], rel=1e-6)
