@@ -7,7 +7,7 @@ Meant to end within 4 minutes on one GPU, start-up included (estimated from the
 figures of an earlier, longer run; not yet timed there whole): every row first checks
 that it fits in what is left of its section's share of ``--budget_s`` (default 210 s,
 counted from the start of ``main``; sections in this order, ending by 38%, 52%, 64%,
-76%, 82% and 100% of it), its expected time being ``ESTIMATES`` until a row of its kind has
+74%, 80%, 84% and 100% of it), its expected time being ``ESTIMATES`` until a row of its kind has
 run, then the longest such row; a row that does not fit is recorded as skipped, with the
 reason. Each row is printed as it ends and the JSON (``--out``) is rewritten after it (a
 temporary file renamed over it; ``"complete": false`` until the end). Rows:
@@ -36,6 +36,9 @@ temporary file renamed over it; ``"complete": false`` until the end). Rows:
   not installed.
 - **input wait** (bench/accelerator/input_wait.py): the training loop, grain included, against
   its bare step (loop/step, the share of time waiting on input) at batch 1,024.
+- **members** (bench/accelerator/members.py): a grid's members at batch 128 as one
+  vmapped step against the compiled step in turn, VTFN-GRU at 1, 8 and 32 members, VTFN-BOW
+  and I2CE at 1 and 32 (the goal: 32 VTFN-GRU members at 10x one member's examples/s).
 - **scoring**: captions/s of ``I2CEScorer.pretrained()`` on the Flickr8k-Expert pairs
   (``DATA_DIR/flickr8k``), or on synthetic captions when those files are absent,
   which the row says.
@@ -81,6 +84,7 @@ import numpy as np
 from bench.accelerator import training as accelerator_training
 from bench.accelerator.input_wait import input_wait
 from bench.accelerator.levers import levers
+from bench.accelerator.members import members
 from bench.accelerator.rows import Budget, Recorder, Skipped, rows_table
 from bench.accelerator.training import DTYPES, Scale, device_peaks, dtype_ratios, time_training
 from bench.cases.catalogue import CASES, SWEPT
@@ -116,8 +120,9 @@ SHARES = {
     "sweep": 0.38,
     "levers": 0.52,
     "twins": 0.64,
-    "input": 0.76,
-    "scoring": 0.82,
+    "input": 0.74,
+    "members": 0.80,
+    "scoring": 0.84,
     "demos": 1.0,
 }
 # Seconds a row of each kind is expected to take on one GPU, compilation included, until
@@ -131,6 +136,7 @@ ESTIMATES = {
     "placement": 3.0,
     "twin": 8.0,
     "input": 12.0,
+    "members": 10.0,
     "scoring": 15.0,
     "demo": 12.0,
 }
@@ -276,6 +282,7 @@ def run_checks(rec: Recorder, scale: Scale, steps: int, data_dir: Path, peaks, t
     levers(rec, scale.sizes, toy, share=SHARES["levers"])
     twins(rec, scale)
     input_wait(rec, toy, share=SHARES["input"])
+    members(rec, scale.sizes, toy, share=SHARES["members"])
     rec.row(
         "I2CE scoring",
         "float32",

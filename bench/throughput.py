@@ -1,6 +1,7 @@
 """Training and scoring throughput against reference implementations, side by side in one run.
 
-    python bench/throughput.py [--steps 10] [--rounds 5] [--warmup 3] [--only train|score|input]
+    python bench/throughput.py [--steps 10] [--rounds 5] [--warmup 3]
+        [--only train|score|input|members]
 
 Training (bench/throughput_tables/training.py): examples/s of the library's real
 jit-compiled step (capsim.train.Trainer's step over the data mesh) against a PyTorch
@@ -23,6 +24,10 @@ Input wait (``--only input``, bench/throughput_tables/input_wait.py; not part of
 training loop's examples/s against its bare step's at batch ``--input_batch``, VTFN
 with its feature table on the device and gathered on the host, and I2CE;
 ``--toy`` runs it at tiny sizes in seconds and writes nothing.
+Members (``--only members``, bench/throughput_tables/members.py; not part of "all"): K
+members of a grid (1, 8, 32) as one vmapped step against the compiled step in turn, each
+model at demo and paper sizes at batch 128; writes bench/results/members.json and the
+"## Members of a grid" section (``--toy``: demo sizes, 1 and 8 members, nothing written).
 
 Every ratio is taken per round and reported as median, min and max, with the
 load average around it. Writes bench/results/throughput.json and the
@@ -54,6 +59,7 @@ from bench.cases.catalogue import (
 )
 from bench.harness import update_section
 from bench.throughput_tables import input_wait as throughput_input
+from bench.throughput_tables import members
 from bench.throughput_tables.i2ce_step import (
     measure_checkpoint_stall,
     measure_i2ce_parts,
@@ -77,6 +83,7 @@ from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 
 SECTION = "## Throughput"
+MEMBERS_SECTION = "## Members of a grid (issue 53)"
 MATMUL_SIZE = 2048  # the peak: a 2048 x 2048 x 2048 float32 product, timed in the same run
 
 
@@ -198,6 +205,23 @@ def measure_input_wait(args: argparse.Namespace, command: str) -> None:
     print(throughput_input.write_input_results(command, rows, harness.machine_facts()))
 
 
+def measure_members(args: argparse.Namespace, command: str) -> None:
+    """``--only members``: bench/throughput_tables/members.py's rows, written unless ``--toy``."""
+    counts, sizes = ((1, 8), ("demo",)) if args.toy else (members.MEMBER_COUNTS, members.SIZES)
+    rows = members.member_rows(counts, rounds=args.rounds, sizes=tuple(sizes), report=print)
+    table = members.members_table(rows)
+    print(table)
+    if args.toy:
+        print("(toy sizes: nothing written)")
+        return
+    (harness.RESULTS_DIR / "members.json").write_text(json.dumps(rows, indent=2) + "\n")
+    what = members.__doc__.split("\n\n")[0]
+    load = f"Load {harness.load_average():.2f} at the end; {args.rounds} alternating rounds."
+    update_section(
+        MEMBERS_SECTION, f"{MEMBERS_SECTION}\n\nCommand: `{command}`\n\n{what} {load}\n\n{table}\n"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=10, help="steps per round per side")
@@ -207,9 +231,11 @@ def main() -> None:
     parser.add_argument("--pipeline_batches", type=int, default=300, help="batches per round")
     parser.add_argument("--part_steps", type=int, default=1, help="paper-scale parts: steps/round")
     parser.add_argument("--model", default="base", help="packaged I2CE model to score with")
-    parser.add_argument("--only", choices=("all", "train", "score", "input"), default="all")
+    parser.add_argument(
+        "--only", choices=("all", "train", "score", "input", "members"), default="all"
+    )
     parser.add_argument("--input_batch", type=int, default=1024, help="--only input: batch")
-    parser.add_argument("--toy", action="store_true", help="--only input at tiny sizes")
+    parser.add_argument("--toy", action="store_true", help="--only input/members at tiny sizes")
     parser.add_argument(
         "--golden", type=Path, default=harness.GOLDEN_FILE, help="scoring candidates"
     )
@@ -217,6 +243,9 @@ def main() -> None:
     command = ("python bench/throughput.py " + " ".join(sys.argv[1:])).strip()
     if args.only == "input":
         measure_input_wait(args, command)
+        return
+    if args.only == "members":
+        measure_members(args, command)
         return
     if args.only != "train":
         if not args.golden.is_file():

@@ -22,6 +22,7 @@ from flax import nnx
 
 from bench import accelerator_check
 from bench.accelerator import levers as accelerator_levers
+from bench.accelerator import members as accelerator_members
 from bench.accelerator import rows as accelerator_rows
 from bench.accelerator import training as accelerator_training
 from bench.cases import catalogue, flops
@@ -78,9 +79,19 @@ def test_toy_run_prints_each_row_and_writes_every_row(toy_run):
     levers |= {(f"I2CE lever: {name}", d, 8) for d, name in accelerator_levers.LEVER_ROWS}
     levers |= {(f"{name} host key", "float32", 8) for name in TWINS}
     levers.add(("batch placement", "float32", 8))
+    members = {
+        (f"{name} members x{count}", "float32", 128)
+        for name, counts in accelerator_members.TOY_MEMBER_ROWS.items()
+        for count in counts
+    }
     assert set(rows) == (
-        sweep | summaries | levers | twins | inputs | {("I2CE scoring", "float32", None)}
+        sweep | summaries | levers | twins | inputs | members | {("I2CE scoring", "float32", None)}
     )
+    for key in members:
+        row = rows[key]
+        assert row["status"] == "ok", row
+        assert row["packed_examples_per_second"] > 0 and row["sequential_examples_per_second"] > 0
+        assert row["mode"] in ("vmapped", "in turn") and row["throughput"] > 0
     for key in levers:
         row = rows[key]
         assert row["status"] == "ok", row

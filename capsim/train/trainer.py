@@ -14,7 +14,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import grain
@@ -33,22 +33,18 @@ from capsim.train.loop import PeriodicEval, Run, TrainResult
 from capsim.train.optimizer import make_optimizer, trainable
 
 
-def _compile_step(
-    graphdef: nnx.GraphDef,
-    loss_fn: LossFn,
-    mesh: jax.sharding.Mesh,
-    wrt: nnx.filterlib.Filter,
-    seed: int,
-):
-    """One optimisation step over the mesh, differentiating the ``wrt`` parameters; the
-    state is donated. ``tables`` (replicated, not donated; ``{}`` for none) are the device
-    tables whose rows the batch indexes: gathered first (capsim.data.device_tables), so
-    the loss sees the batch the host would have built.
+def make_train_step(
+    graphdef: nnx.GraphDef, loss_fn: LossFn, wrt: nnx.filterlib.Filter, seed: int
+) -> Callable:
+    """One optimisation step, ``(state, batch, tables) -> (state, metrics)``, not compiled:
+    ``_compile_step`` compiles it over the mesh; a bench may transform it first (vmap it
+    over members). It differentiates the ``wrt`` parameters. ``tables`` (``{}`` for none)
+    are the device tables whose rows the batch indexes: gathered first
+    (capsim.data.device_tables), so the loss sees the batch the host would have built.
 
     The loss's key is ``fold_in(key(seed), n)`` for the optimizer's count ``n`` of steps
     done, made inside the step: made on the host, it added 94-270 us to a step as short
     as a GPU's (bench/speed/step_levers.py, test sizes on CPU)."""
-    replicated = mesh_lib.replicated(mesh)
 
     def train_step(
         state: nnx.State, batch: Mapping[str, jax.Array], tables: Mapping[str, jax.Array]
@@ -67,8 +63,21 @@ def _compile_step(
         metrics = {"loss": loss, **metrics, "grad_norm": optax.tree.norm(grads)}
         return nnx.state((model, optimizer)), metrics
 
+    return train_step
+
+
+def _compile_step(
+    graphdef: nnx.GraphDef,
+    loss_fn: LossFn,
+    mesh: jax.sharding.Mesh,
+    wrt: nnx.filterlib.Filter,
+    seed: int,
+):
+    """``make_train_step`` compiled over the mesh: the batch sharded, the state and the
+    tables replicated, the state donated."""
+    replicated = mesh_lib.replicated(mesh)
     return jax.jit(
-        train_step,
+        make_train_step(graphdef, loss_fn, wrt, seed),
         in_shardings=(replicated, mesh_lib.data_sharding(mesh), replicated),
         out_shardings=(replicated, replicated),
         donate_argnums=0,
@@ -82,7 +91,8 @@ def step_key(seed: int, steps_done: int | jax.Array) -> jax.Array:
 
 def default_prefetch() -> int:
     """Batches put on the device ahead of the step: 1 on accelerators, 0 on CPU, where the
-    host is the device (bench/speed/device_prefetch.py: 1.06x, min 0.97, max 1.10; noise)."""
+    host is the device (bench/RESULTS.md "Device prefetch on CPU": 1.06x, min 0.97, max 1.10;
+    noise)."""
     return 0 if jax.default_backend() == "cpu" else 1
 
 
