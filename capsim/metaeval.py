@@ -328,7 +328,7 @@ def run(
             "seconds": seconds,
         }
         if name == "pascal50s":
-            entry["labels"] = pascal50s_labels(specs[[n for n, _ in specs].index(name)][1])
+            entry["labels"] = pascal50s_labels(dict(specs)[name])
         if comparisons:
             entry["comparisons"] = comparisons
         if clusters:
