@@ -101,6 +101,11 @@ def caption_sources(
     )
 
 
+# How the members of a pack train (capsim.train.members): one vmapped step, or the
+# compiled step for each in turn. Here, without JAX, for the launchers' flags.
+MEMBER_MODES = ("vmapped", "in turn")
+
+
 def seed_sweep(hyper, seeds: int) -> list[list[dict]]:
     """A sweep config's ``seeds=K`` grid argument: every configuration repeated over
     ``config.seed`` 0..K-1 (nothing added for K = 1, so job names stay as they were)."""

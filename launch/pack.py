@@ -1,22 +1,25 @@
-"""Several jobs of a grid trained by one process, one after another ("members in turn").
+"""Several jobs of a grid trained by one process: a pack of members.
 
-    python -m launch.pack --train_module vtfn_jax.train --config=FILE[:ARG] JOB_DIR [JOB_DIR ...]
+    python -m launch.pack --train_module vtfn_jax.train --config=FILE[:ARG] \
+        [--member_mode auto|vmapped|in turn] JOB_DIR [JOB_DIR ...]
 
 ``launch.sweep --pack N`` starts this for up to N jobs that differ only in member keys
 (``MEMBER_KEYS``: the seed, the optimizer's numbers, the loss's scalars, dropout rates).
-Each member is the run its job stands for: ``train_and_evaluate`` on its own config
-(the grid's config with its ``overrides.json``) and its own job folder, so its
+Each member is the run its job stands for (capsim.train.recipe.train_and_evaluate_pack):
+its own config (the grid's config with its ``overrides.json``) and job folder, so its
 initialisation, data order, schedule, early stopping, checkpoints, ``results.json`` and
 ``log.txt`` are a solo run's, and kill-and-resume, SIGTERM and the workdir lock work as
-for one job. What the members share is the process: imports, the data a config
-builds, JAX's compiled programs (its persistent cache is on). On this CPU a shapes-world
-VTFN-BOW member takes about 2 s after the first, against 10 s for a job of its own
-process (bench/RESULTS.md, "Grids on one machine").
+for one job. What members share is the process: imports, the data a config builds,
+the compiled step (seeds and optimizer numbers are its arguments), and, **vmapped**, one
+step for all members (capsim.train.members). Members that differ in a loss scalar or a
+dropout rate are constants of their step, so they form separate vmapped groups.
+``--member_mode auto`` (the default) takes what capsim.train.members.member_mode
+measured faster for the backend and the model; each member's results.json and log say
+which, under ``"pack"``.
 
-A member that fails is recorded (its log holds the traceback) and the next one runs;
-a SIGTERM saves the running member's checkpoint, as a solo run does, and ends the pack:
-members not yet started have nothing to save, and the next sweep resumes them all.
-Each member's results.json says how it ran, under ``"pack"``.
+In turn, a member that fails is recorded (its log holds the traceback) and the next one
+runs; vmapped, an error stops the group. A SIGTERM saves the running members'
+checkpoints, as a solo run does, and ends the pack: the next sweep resumes them all.
 """
 
 from __future__ import annotations
@@ -33,8 +36,10 @@ import traceback
 import types
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
-PACK_MODE = "in turn"  # one process trains its members one after another
+from capsim.config_lib import MEMBER_MODES
+
 # Override keys whose values may differ between the members of one pack: the rest
 # (encoder, sizes, loss kind, batch size, data) set a shape or a function.
 MEMBER_KEYS = (
@@ -102,48 +107,71 @@ def _record(job_dir: Path, **fields: object) -> None:
     path.write_text(json.dumps({**record, **fields}, indent=2) + "\n")
 
 
-def _mark_results(job_dir: Path, members: int, index: int) -> None:
-    path = job_dir / "results.json"
-    results = json.loads(path.read_text())
-    results["pack"] = {"mode": PACK_MODE, "members": members, "index": index}
-    path.write_text(json.dumps(results, indent=1) + "\n")
+def vmapped_groups(configs: Sequence[Any]) -> list[list[int]]:
+    """Indices of the members one vmapped step can train together: equal configs but
+    for the keys a step takes as arguments (capsim.train.members.VMAPPED_KEYS)."""
+    from capsim.train.members import vmapped_differences
+
+    groups: list[list[int]] = []
+    for index, config in enumerate(configs):
+        for group in groups:
+            if not vmapped_differences([configs[group[0]], config]):
+                group.append(index)
+                break
+        else:
+            groups.append([index])
+    return groups
 
 
-def run_pack(train_module: str, config: str, job_dirs: Sequence[Path]) -> int:
-    """Trains each job folder's run in turn; returns the number of failed members."""
+def run_pack(train_module: str, config: str, job_dirs: Sequence[Path], mode: str = "auto") -> int:
+    """Trains each job folder's run as a member of a pack; returns the number that failed."""
     from capsim.cache import use_compilation_cache
     from capsim.config_lib import apply_overrides
     from capsim.logs import setup_logging
+    from capsim.train.recipe import train_and_evaluate_pack
 
     config_file, _, arg = config.partition(":")
     module = load_config_module(config_file)
-    train = importlib.import_module(train_module).train_and_evaluate
+    declare = importlib.import_module(train_module).declare
     setup_logging()
     use_compilation_cache()
+    configs = []
+    for job_dir in job_dirs:
+        member = module.get_config(arg or None)
+        member.lock()
+        apply_overrides(member, json.loads((job_dir / "overrides.json").read_text()))
+        configs.append(member)
+    groups = [list(range(len(job_dirs)))] if mode == "in turn" else vmapped_groups(configs)
     failed = 0
-    for index, job_dir in enumerate(job_dirs):
+    for group in groups:
+        dirs = [job_dirs[k] for k in group]
         began = time.monotonic()
-        print(f"[{index + 1}/{len(job_dirs)}] {job_dir.name} ({PACK_MODE})", flush=True)
-        with output_to(job_dir / "log.txt"):
-            print(f"member {index + 1} of {len(job_dirs)}, trained {PACK_MODE} by one process")
-            try:
-                member = module.get_config(arg or None)
-                member.lock()
-                apply_overrides(member, json.loads((job_dir / "overrides.json").read_text()))
-                train(member, str(job_dir))
-                returncode = 0
-            except SystemExit as stop:  # a SIGTERM saved this member; the pack ends
-                if stop.code:
-                    raise
-                _record(job_dir, seconds=round(time.monotonic() - began, 1))
-                return failed
-            except Exception:
-                traceback.print_exc()
-                returncode = 1
-        if returncode == 0:
-            _mark_results(job_dir, len(job_dirs), index)
-        failed += returncode
-        _record(job_dir, returncode=returncode, seconds=round(time.monotonic() - began, 1))
+        print(f"members {', '.join(d.name for d in dirs)} ({mode})", flush=True)
+
+        def record(index: int, outcome: object, dirs: list[Path] = dirs, began=began) -> None:
+            nonlocal failed
+            returncode = int(isinstance(outcome, Exception))
+            failed += returncode
+            _record(dirs[index], returncode=returncode, seconds=round(time.monotonic() - began, 1))
+
+        try:
+            train_and_evaluate_pack(
+                [configs[k] for k in group],
+                [str(d) for d in dirs],
+                declare,
+                mode,
+                lambda index, dirs=dirs: output_to(dirs[index] / "log.txt"),
+                record,
+            )
+        except SystemExit as stop:  # a SIGTERM saved the members; the pack ends
+            if stop.code:
+                raise
+            return failed
+        except Exception as error:  # vmapped: the error stops every member of the group
+            for index, job_dir in enumerate(dirs):
+                with output_to(job_dir / "log.txt"):
+                    traceback.print_exception(error)
+                record(index, error)
     return failed
 
 
@@ -151,9 +179,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--train_module", required=True, help="e.g. vtfn_jax.train")
     parser.add_argument("--config", required=True, help="the grid's config file[:arg]")
+    parser.add_argument(
+        "--member_mode",
+        choices=("auto", *MEMBER_MODES),
+        default="auto",
+        help="how members train: one vmapped step, in turn, or the faster for the backend "
+        "and model (capsim.train.members.member_mode)",
+    )
     parser.add_argument("job_dirs", nargs="+", type=Path, help="folders with overrides.json")
     args = parser.parse_args(argv)
-    return 1 if run_pack(args.train_module, args.config, args.job_dirs) else 0
+    return 1 if run_pack(args.train_module, args.config, args.job_dirs, args.member_mode) else 0
 
 
 if __name__ == "__main__":

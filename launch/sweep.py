@@ -42,10 +42,10 @@ import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from capsim.config_lib import apply_overrides
+from capsim.config_lib import MEMBER_MODES, apply_overrides
 from capsim.workdir import RESULTS_FILE
 from launch.aggregate import JOB_FILE, LOG_FILE, aggregate
-from launch.pack import PACK_MODE, load_config_module, shape_of
+from launch.pack import load_config_module, shape_of
 
 CONFIG_PREFIX = "config."
 OVERRIDES_FILE = "overrides.json"
@@ -220,13 +220,18 @@ def packs(jobs: Sequence[Job], size: int) -> list[list[Job]]:
 
 
 def run_members(
-    task: Sequence[Job], train_module: str, config: str, workdir: Path, env: Mapping | None = None
+    task: Sequence[Job],
+    train_module: str,
+    config: str,
+    workdir: Path,
+    env: Mapping | None = None,
+    member_mode: str = "auto",
 ) -> list[bool]:
-    """One process trains the jobs of ``task`` in turn (launch.pack); each member's output
+    """One process trains the jobs of ``task`` as a pack (launch.pack); each member's output
     goes to its own log.txt, the process's own lines to ``packs/<first member>.log``."""
     dirs = [str(workdir / job.name) for job in task]
     command = [sys.executable, "-m", "launch.pack", f"--train_module={train_module}"]
-    command += [f"--config={config}", *dirs]
+    command += [f"--config={config}", f"--member_mode={member_mode}", *dirs]
     names = [job.name for job in task]
     for job in task:
         _prepare(job, workdir, command, pack=names)
@@ -259,9 +264,11 @@ def run_sweep(
     runlocal: bool = False,
     train_module: str | None = None,
     pack: int = DEFAULT_PACK,
+    member_mode: str = "auto",
 ) -> int:
     """Expands and runs the grid; returns the number of failed jobs. ``pack`` > 1 trains up
-    to that many jobs a process (launch.pack), ``jobs`` processes at once."""
+    to that many jobs a process (launch.pack, its members ``member_mode``), ``jobs``
+    processes at once."""
     if jobs < 1 or pack < 1:
         raise ValueError(f"--jobs and --pack must be >= 1, got {jobs} and {pack}")
     config_file, _, arg = config.partition(":")
@@ -280,15 +287,17 @@ def run_sweep(
     print(f"grid of {len(grid)}: {done} already done, running {len(pending)}", flush=True)
     tasks = packs(pending, pack) if pack > 1 else [[job] for job in pending]
     if pack > 1:
-        print(f"{len(tasks)} processes of up to {pack} members each ({PACK_MODE})", flush=True)
+        print(f"{len(tasks)} processes of up to {pack} members each ({member_mode})", flush=True)
     failed = []
     start = time.monotonic()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
     try:
         env = job_environment(jobs, os.environ)
-        run = run_members if pack > 1 else run_job
         futures = {
-            pool.submit(run, task, train_module, config, workdir, env): task for task in tasks
+            pool.submit(run_members, task, train_module, config, workdir, env, member_mode)
+            if pack > 1
+            else pool.submit(run_job, task, train_module, config, workdir, env): task
+            for task in tasks
         }
         finished = 0
         for future in concurrent.futures.as_completed(futures):
@@ -331,7 +340,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=int,
         default=DEFAULT_PACK,
         help="train up to N jobs that differ only in member keys (seed, learning rate, loss "
-        "scalars, dropout) in one process, in turn (1: a process a job)",
+        "scalars, dropout) in one process (1: a process a job)",
+    )
+    parser.add_argument(
+        "--member_mode",
+        choices=("auto", *MEMBER_MODES),
+        default="auto",
+        help="how a pack's members train: one vmapped step, in turn, or (auto) the faster "
+        "for the backend and model, as measured (capsim.train.members.member_mode)",
     )
     args = parser.parse_args(argv)
     failed = run_sweep(
@@ -342,6 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.runlocal,
         args.train_module,
         args.pack,
+        args.member_mode,
     )
     return 1 if failed else 0
 

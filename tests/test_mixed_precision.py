@@ -121,7 +121,7 @@ def built(request) -> dict:
     config, model, loss_fn, batch = out["bfloat16"]
     trainer = Trainer(config, model, loss_fn)
     batch = trainer.global_batch(batch)
-    lowered = trainer.train_step.lower(trainer.state, batch, trainer.tables)
+    lowered = trainer.train_step.lower(trainer.state, batch, trainer.tables, trainer.seed)
     out["hlo"] = lowered.as_text()
     return out
 

@@ -30,24 +30,30 @@ METRICS = {"score": ("score",)}
 
 
 def get_config(arg=None):
-    return ml_collections.ConfigDict(dict(seed=0, optimizer=dict(learning_rate=0.1)))
+    return ml_collections.ConfigDict(
+        dict(seed=0, batch_size=1, evals={}, optimizer=dict(learning_rate=0.1))
+    )
 
 
 def get_sweep(hyper, arg=None):
     return hyper.sweep("config.seed", [0, 1, 2, 3, 4])
 """
 FAKE_TRAIN = """
-import json, sys
-from pathlib import Path
+import sys
+
+from capsim.task import Task
 
 
-def train_and_evaluate(config, workdir):
-    print("training seed", config.seed)
-    if config.seed == 1:
-        raise RuntimeError("member 1 fails")
-    if config.seed == 3:  # as the trainer does on SIGTERM: saved, exit 0
-        sys.exit(0)
-    (Path(workdir) / "results.json").write_text(json.dumps({"score": config.seed * 10}))
+def declare(config, workdir):
+    def fit(workdir):  # a model fit without gradient steps: its members run in turn
+        print("training seed", config.seed)
+        if config.seed == 1:
+            raise RuntimeError("member 1 fails")
+        if config.seed == 3:  # as the trainer does on SIGTERM: saved, exit 0
+            sys.exit(0)
+        return None, {"score": config.seed * 10}
+
+    return Task(subject_of=lambda model: None, fit=fit, results=lambda summary, report: summary)
 """
 
 
@@ -79,7 +85,8 @@ def test_a_pack_runs_its_members_in_turn(tmp_path, monkeypatch, capsys):
     assert json.loads((dirs[1] / "job.json").read_text())["returncode"] == 1
     stopped = json.loads((dirs[3] / "job.json").read_text())
     assert "returncode" not in stopped and not (dirs[3] / "results.json").exists()
-    assert not (dirs[4] / "log.txt").exists()  # never started: the next sweep resumes it
+    never_trained = json.loads((dirs[4] / "job.json").read_text())  # the next sweep resumes it
+    assert "returncode" not in never_trained and not (dirs[4] / "results.json").exists()
     assert "training seed" not in capsys.readouterr().out  # members write to their logs
     rows = {row["job"]: row["status"] for row in sweep.aggregate(workdir, {"score": ("score",)})}
     assert list(rows.values()) == ["ok", "failed", "ok", "unfinished", "unfinished"]

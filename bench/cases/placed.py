@@ -35,6 +35,7 @@ class PlacedSteps:
     state: object
     batches: list[dict[str, jax.Array]]
     tables: dict[str, jax.Array]  # the Trainer's device tables ({}: none, batches hold rows)
+    seed: jax.Array
     done: int = 0
 
     @classmethod
@@ -43,8 +44,10 @@ class PlacedSteps:
         the batches, this process's rows of each."""
         trainer = Trainer(case.config, case.model, case.loss_fn)
         batches = [placed_batch(trainer, b) for b in case.batches]
-        compiled = trainer.train_step.lower(trainer.state, batches[0], trainer.tables).compile()
-        return cls(case, compiled, trainer.state, batches, trainer.tables)
+        lowered = trainer.train_step.lower(trainer.state, batches[0], trainer.tables, trainer.seed)
+        return cls(
+            case, lowered.compile(), trainer.state, batches, trainer.tables, trainer.seed
+        )
 
     def run(self, count: int) -> dict[str, jax.Array]:
         """``count`` more steps, waited for; the last step's metrics."""
@@ -52,7 +55,7 @@ class PlacedSteps:
         for _ in range(count):
             i, self.done = self.done, self.done + 1
             batch = self.batches[i % len(self.batches)]
-            self.state, metrics = self.compiled(self.state, batch, self.tables)
+            self.state, metrics = self.compiled(self.state, batch, self.tables, self.seed)
         jax.block_until_ready((self.state, metrics))
         return metrics
 

@@ -145,80 +145,98 @@ class Run:
                 f"{self.checkpoints.directory}. Try a lower learning rate or clip_norm."
             )
 
+    def active(self) -> bool:
+        """Whether a step is left to train: a stopped run stays stopped."""
+        return self.step < self.config.num_steps and not self.should_stop()
+
     def loop(self) -> TrainResult:
-        trainer, config = self.trainer, self.config
-        metric = self.stopping.metric
-        writer = MetricWriter(self.workdir, resume_step=self.step)
-        progress = Progress(config.num_steps, per_unit=config.batch_size, first=self.step)
-        history: list[dict[str, float]] = []
-        last_loss, speeds, waited = math.nan, [], 0.0
-        batches = trainer.device_batches(self.data_iter)
+        """Trains until ``active()`` ends; a preemption saves and exits 0."""
+        self.begin()
+        batches = self.trainer.device_batches(self.data_iter)
         preemption = Preemption(self.checkpoints.reached_preemption)
         try:
             with exit_on_failure(self.describe_checkpoint):
-                # A stopped run stays stopped.
-                while self.step < config.num_steps and not self.should_stop():
+                while self.active():
                     batch, data_state, seconds = next(batches)
-                    waited += seconds
                     self.trace.before_step(self.step)
                     with jax.profiler.StepTraceAnnotation("train", step_num=self.step + 1):
-                        metrics = trainer.step(batch)
-                    self.step += 1
-                    self.trace.after_step(self.step, metrics)
-                    done = self.step == config.num_steps
-                    if self.step % config.log_every == 0 or done:
-                        scalars = {k: float(v) for k, v in mesh_lib.to_local(metrics).items()}
-                        last_loss = scalars["loss"]
-                        self._check_finite(last_loss)
-                        speeds.append(
-                            progress.report(
-                                self.step, final=done, input_wait_s=waited, loss=last_loss
-                            )
-                        )
-                        waited = 0.0
-                        scalars["examples_per_second"] = speeds[-1]
-                        writer.write(self.step, {f"train/{k}": v for k, v in scalars.items()})
-                    results = {}
-                    if self.every and (self.step % self.every == 0 or done):
-                        due = self.evaluate.during_training(trainer.local_model(), self.step, done)
-                        results = {k: float(v) for k, v in due.items()}
-                    if results:
-                        history.append({"step": self.step, **results})
-                        writer.write(self.step, results)
-                        logging.info("step %d eval %s", self.step, results)
-                    evaluated = metric in results
-                    preempted = preemption.reached(self.step)  # every step, on every process
+                        metrics = self.trainer.step(batch)
+                    self.trace.after_step(self.step + 1, metrics)
+                    preempted = preemption.reached(self.step + 1)  # every step, every process
+                    self.after_step(metrics, data_state, seconds, preempted)
                     if preempted:
-                        print(
-                            f"process {jax.process_index()}: preemption notice (SIGTERM): stopping "
-                            f"at step {self.step}, the step every process agreed on; saving",
-                            file=sys.stderr,
-                            flush=True,
-                        )
-                    # Forced saves: evaluations (ranked for the best step), the last step and
-                    # a preemption; orbax's policy adds its interval.
-                    if evaluated or done or preempted or self.checkpoints.should_save(self.step):
-                        trainer.sync_objects()
-                        self.checkpoints.save(
-                            self.step,
-                            model=trainer.model,
-                            optimizer=trainer.optimizer,
-                            data_state=data_state,
-                            metrics=selection_metrics(metric, results[metric], self.stopping.mode)
-                            if evaluated
-                            else None,
-                            force=True,
-                        )  # written in the background while training goes on (Checkpointer.save)
-                    if preempted:
-                        self._stop_preempted(writer)
-                    if self.should_stop():
-                        logging.info(
-                            "early stopping at step %d: %s did not improve", self.step, metric
-                        )
-                        break
+                        self.stop_preempted()
+                        sys.exit(0)
         finally:
             batches.close()  # its placing thread stops before anything else uses the iterator
             preemption.close()  # SIGTERM back to its previous handler, however the loop ends
+        return self.finish()
+
+    def begin(self) -> None:
+        """What the steps write to: metrics rows, the progress line, the eval history."""
+        config = self.config
+        self.writer = MetricWriter(self.workdir, resume_step=self.step)
+        self.progress = Progress(config.num_steps, per_unit=config.batch_size, first=self.step)
+        self.history: list[dict[str, float]] = []
+        self.last_loss, self.speeds, self.waited = math.nan, [], 0.0
+
+    def after_step(
+        self, metrics: Mapping[str, Any], data_state: Mapping, seconds: float, preempted: bool
+    ) -> None:
+        """The hooks after a step: log, evaluate, checkpoint (forced at a preemption)."""
+        trainer, config, metric = self.trainer, self.config, self.stopping.metric
+        self.waited += seconds
+        self.step += 1
+        done = self.step == config.num_steps
+        if self.step % config.log_every == 0 or done:
+            scalars = trainer.host_metrics(metrics)
+            self.last_loss = scalars["loss"]
+            self._check_finite(self.last_loss)
+            self.speeds.append(
+                self.progress.report(
+                    self.step, final=done, input_wait_s=self.waited, loss=self.last_loss
+                )
+            )
+            self.waited = 0.0
+            scalars["examples_per_second"] = self.speeds[-1]
+            self.writer.write(self.step, {f"train/{k}": v for k, v in scalars.items()})
+        results = {}
+        if self.every and (self.step % self.every == 0 or done):
+            due = self.evaluate.during_training(trainer.local_model(), self.step, done)
+            results = {k: float(v) for k, v in due.items()}
+        if results:
+            self.history.append({"step": self.step, **results})
+            self.writer.write(self.step, results)
+            logging.info("step %d eval %s", self.step, results)
+        evaluated = metric in results
+        if preempted:
+            print(
+                f"process {jax.process_index()}: preemption notice (SIGTERM): stopping "
+                f"at step {self.step}, the step every process agreed on; saving",
+                file=sys.stderr,
+                flush=True,
+            )
+        # Forced saves: evaluations (ranked for the best step), the last step and a
+        # preemption; orbax's policy adds its interval.
+        if evaluated or done or preempted or self.checkpoints.should_save(self.step):
+            trainer.sync_objects()
+            self.checkpoints.save(
+                self.step,
+                model=trainer.model,
+                optimizer=trainer.optimizer,
+                data_state=data_state,
+                metrics=selection_metrics(metric, results[metric], self.stopping.mode)
+                if evaluated
+                else None,
+                force=True,
+            )  # written in the background while training goes on (Checkpointer.save)
+        if self.should_stop():
+            logging.info("early stopping at step %d: %s did not improve", self.step, metric)
+
+    def finish(self) -> TrainResult:
+        """The trained state back in the live model, the files closed, the run's facts."""
+        trainer = self.trainer
+        speeds = self.speeds
         if self.step == self.first_step:
             logging.warning(
                 "nothing left to train: the run in %s had reached step %d%s; its speed below "
@@ -230,27 +248,27 @@ class Run:
             speeds = logged_values(self.workdir, "train/examples_per_second")
         nnx.update((trainer.model, trainer.optimizer), mesh_lib.to_local(trainer.state))
         trainer.model.eval()
-        writer.close()
+        self.writer.close()
         best, stopped_early = self.best_value(), self.should_stop()
         self.checkpoints.close()
         return TrainResult(
             step=self.step,
-            eval_history=history,
+            eval_history=self.history,
             best_metric=best,
             stopped_early=stopped_early,
-            last_loss=last_loss,
+            last_loss=self.last_loss,
             examples_per_second=float(np.median(speeds)) if speeds else math.nan,
-            metric_name=metric,
+            metric_name=self.stopping.metric,
             input_path=trainer.input_path.name,
         )
 
-    def _stop_preempted(self, writer: MetricWriter) -> None:
+    def stop_preempted(self) -> None:
+        """After a preemption's save: waits for it and says how to resume (the caller exits)."""
         self.checkpoints.wait()
-        writer.close()
+        self.writer.close()
         print(
             f"process {jax.process_index()}: preempted (SIGTERM); saved a checkpoint at step "
             f"{self.step} in {self.checkpoints.directory}; rerun the same command to resume",
             file=sys.stderr,
             flush=True,
         )
-        sys.exit(0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import ml_collections
 import optax
 from flax import nnx
@@ -21,17 +22,37 @@ def make_optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransform
 
     Config keys (``config.optimizer``): learning_rate, decay_rate, decay_steps,
     l2 (coupled L2 penalty, added to the gradient as in the VTFN paper), clip_norm.
+    The numbers a grid varies (``HYPERPARAMETERS``) live in the optimizer's state
+    (optax.inject_hyperparams), not in the compiled step: members of a pack with other
+    learning rates share one program, in turn or vmapped (capsim.train.members).
     """
     opt = config.optimizer
-    schedule = optax.exponential_decay(
-        opt.learning_rate, transition_steps=max(opt.decay_steps, 1), decay_rate=opt.decay_rate
+    numbers = {name: float(opt[name]) for name in HYPERPARAMETERS}
+    numbers["decay_steps"] = float(max(opt.decay_steps, 1))
+    return optax.inject_hyperparams(_adam, static_args=("clip_norm",))(
+        clip_norm=float(opt.clip_norm or 0.0), **numbers
     )
-    parts = []
-    if opt.clip_norm:
-        parts.append(optax.clip_by_global_norm(opt.clip_norm))
-    if opt.l2:
-        parts.append(optax.add_decayed_weights(opt.l2))
-    parts.append(optax.adam(schedule))
+
+
+# The optimizer's numbers that may differ between the members of one pack.
+HYPERPARAMETERS = ("learning_rate", "decay_rate", "decay_steps", "l2")
+
+
+def _adam(
+    learning_rate: jax.Array,
+    decay_rate: jax.Array,
+    decay_steps: jax.Array,
+    l2: jax.Array,
+    clip_norm: float,
+) -> optax.GradientTransformation:
+    """The chain ``make_optimizer`` injects its numbers into; the schedule is optax's
+    ``exponential_decay`` (not staircase) written over arrays."""
+
+    def schedule(count: jax.Array) -> jax.Array:
+        return learning_rate * decay_rate ** (count / decay_steps)
+
+    parts = [optax.clip_by_global_norm(clip_norm)] if clip_norm else []
+    parts += [optax.add_decayed_weights(l2), optax.adam(schedule)]
     return optax.chain(*parts)
 
 

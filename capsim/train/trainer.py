@@ -33,21 +33,23 @@ from capsim.train.loop import PeriodicEval, Run, TrainResult
 from capsim.train.optimizer import make_optimizer, trainable
 
 
-def make_train_step(
-    graphdef: nnx.GraphDef, loss_fn: LossFn, wrt: nnx.filterlib.Filter, seed: int
-) -> Callable:
-    """One optimisation step, ``(state, batch, tables) -> (state, metrics)``, not compiled:
-    ``_compile_step`` compiles it over the mesh; a bench may transform it first (vmap it
-    over members). It differentiates the ``wrt`` parameters. ``tables`` (``{}`` for none)
-    are the device tables whose rows the batch indexes: gathered first
+def make_train_step(graphdef: nnx.GraphDef, loss_fn: LossFn, wrt: nnx.filterlib.Filter) -> Callable:
+    """One optimisation step, ``(state, batch, tables, seed) -> (state, metrics)``, not
+    compiled: ``_compile_step`` compiles it over the mesh, capsim.train.members vmaps it
+    over the members of a pack. It differentiates the ``wrt`` parameters. ``tables``
+    (``{}`` for none) are the device tables whose rows the batch indexes: gathered first
     (capsim.data.device_tables), so the loss sees the batch the host would have built.
 
     The loss's key is ``fold_in(key(seed), n)`` for the optimizer's count ``n`` of steps
     done, made inside the step: made on the host, it added 94-270 us to a step as short
-    as a GPU's (bench/speed/step_levers.py, test sizes on CPU)."""
+    as a GPU's (bench/speed/step_levers.py, test sizes on CPU). The seed is an argument,
+    not a constant, so runs of other seeds share the compiled program."""
 
     def train_step(
-        state: nnx.State, batch: Mapping[str, jax.Array], tables: Mapping[str, jax.Array]
+        state: nnx.State,
+        batch: Mapping[str, jax.Array],
+        tables: Mapping[str, jax.Array],
+        seed: jax.Array,
     ):
         batch = gather_tables(tables, batch)
         model, optimizer = nnx.merge(graphdef, state)
@@ -67,26 +69,29 @@ def make_train_step(
 
 
 def _compile_step(
-    graphdef: nnx.GraphDef,
-    loss_fn: LossFn,
-    mesh: jax.sharding.Mesh,
-    wrt: nnx.filterlib.Filter,
-    seed: int,
+    graphdef: nnx.GraphDef, loss_fn: LossFn, mesh: jax.sharding.Mesh, wrt: nnx.filterlib.Filter
 ):
-    """``make_train_step`` compiled over the mesh: the batch sharded, the state and the
-    tables replicated, the state donated."""
+    """``make_train_step`` compiled over the mesh: the batch sharded, the state, the
+    tables and the seed replicated, the state donated."""
     replicated = mesh_lib.replicated(mesh)
     return jax.jit(
-        make_train_step(graphdef, loss_fn, wrt, seed),
-        in_shardings=(replicated, mesh_lib.data_sharding(mesh), replicated),
+        make_train_step(graphdef, loss_fn, wrt),
+        in_shardings=(replicated, mesh_lib.data_sharding(mesh), replicated, replicated),
         out_shardings=(replicated, replicated),
         donate_argnums=0,
     )
 
 
-def step_key(seed: int, steps_done: int | jax.Array) -> jax.Array:
+def step_key(seed: int | jax.Array, steps_done: int | jax.Array) -> jax.Array:
     """The loss's key in the step after ``steps_done`` steps of a run seeded ``seed``."""
     return jax.random.fold_in(jax.random.key(seed), steps_done)
+
+
+def seed_array(seed: int) -> np.ndarray:
+    """``config.seed`` as the step takes it: an unsigned 32-bit number (ValueError if not one)."""
+    if not 0 <= int(seed) < 2**32:
+        raise ValueError(f"config.seed={seed}: a seed must be in [0, 2**32)")
+    return np.uint32(seed)
 
 
 def default_prefetch() -> int:
@@ -128,9 +133,10 @@ class Trainer:
         wrt = trainable(config)
         self.optimizer = nnx.Optimizer(model, make_optimizer(config), wrt=wrt)
         self.graphdef, _ = nnx.split((model, self.optimizer))
+        self.seed = mesh_lib.replicate(seed_array(config.seed), self.mesh)
         self.place_state()
         self.place_tables(tables or {})
-        self.train_step = _compile_step(self.graphdef, loss_fn, self.mesh, wrt, config.seed)
+        self.train_step = _compile_step(self.graphdef, loss_fn, self.mesh, wrt)
 
     def place_tables(self, tables: Mapping[str, np.ndarray]) -> None:
         """Chooses the input path (``config.device_tables``; after the state is placed, so
@@ -156,8 +162,12 @@ class Trainer:
     def step(self, batch: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
         """Trains one step on a global batch (``global_batch``); its key is ``step_key``
         of the steps done, so a resumed run draws the keys an unbroken one would."""
-        self.state, metrics = self.train_step(self.state, batch, self.tables)
+        self.state, metrics = self.train_step(self.state, batch, self.tables, self.seed)
         return metrics
+
+    def host_metrics(self, metrics: Mapping[str, jax.Array]) -> dict[str, float]:
+        """A step's metrics as Python floats (this process's copy)."""
+        return {k: float(v) for k, v in mesh_lib.to_local(metrics).items()}
 
     def sync_objects(self) -> None:
         """The (replicated) train state back into the live model and optimizer."""

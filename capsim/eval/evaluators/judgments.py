@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from capsim.data.judgments import Judgment
-from capsim.eval import judgment_harness as harness
 from capsim.eval.evaluators.base import Subject
 from capsim.eval.judgment_sets import judgment_set, load_set
 
@@ -49,6 +48,10 @@ class Judgments:
         if judgments is None:
             return None
         statistic = self.judgment_set.statistic
+        # Imported here: its statistics (numba, scipy) took 1.2-1.6 s of every training
+        # command's start, and only a run that evaluates judgments needs them.
+        from capsim.eval import judgment_harness as harness
+
         report, skipped = harness.evaluate_judgments(
             self.set, judgments, subject.compute_score, self.include_meteor
         )

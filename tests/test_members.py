@@ -1,0 +1,193 @@
+"""capsim.train.members: a pack's members as one vmapped program. Which members may share
+it, how the mode is chosen, the memory check, early stopping of one member beside the
+others, and the member axis beside a 2-process data mesh."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_collections
+import numpy as np
+import optax
+import pytest
+from conftest import requires
+
+pytestmark = requires("jax")
+
+import jax.numpy as jnp  # noqa: E402
+from flax import nnx  # noqa: E402
+
+from capsim.encoders import BowEncoder  # noqa: E402
+from capsim.train import members  # noqa: E402
+from capsim.train.optimizer import make_optimizer  # noqa: E402
+from capsim.train.recipe import train_and_evaluate_pack  # noqa: E402
+from configs import demo_bow  # noqa: E402
+from vtfn_jax.train import declare  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_the_optimizer_with_its_numbers_in_its_state_is_the_optax_chain():
+    """make_optimizer keeps learning rate, decay and L2 in its state (inject_hyperparams)
+    and updates as optax's clip, L2 and Adam over exponential_decay, bit for bit."""
+    config = ml_collections.ConfigDict(
+        dict(
+            optimizer=dict(
+                learning_rate=3e-3, decay_rate=0.5, decay_steps=7, l2=1e-4, clip_norm=0.5
+            )
+        )
+    )
+    ours = make_optimizer(config)
+    reference = optax.chain(
+        optax.clip_by_global_norm(0.5),
+        optax.add_decayed_weights(1e-4),
+        optax.adam(optax.exponential_decay(3e-3, 7, 0.5)),
+    )
+    params = {"w": jnp.linspace(-1.0, 1.0, 12).reshape(3, 4)}
+    states, values = [ours.init(params), reference.init(params)], [params, params]
+    for step in range(20):
+        for k, tx in enumerate((ours, reference)):
+            grads = {"w": jnp.cos(values[k]["w"] * (step + 1))}
+            updates, states[k] = tx.update(grads, states[k], values[k])
+            values[k] = optax.apply_updates(values[k], updates)
+    np.testing.assert_array_equal(values[0]["w"], values[1]["w"])
+    assert float(states[0].hyperparams["learning_rate"]) == pytest.approx(3e-3)
+
+
+def _config(**changes) -> ml_collections.ConfigDict:
+    config = demo_bow.get_config("runlocal")
+    config.unlock()
+    for key, value in changes.items():
+        target = config
+        *parents, leaf = key.split(".")
+        for part in parents:
+            target = target[part]
+        target[leaf] = value
+    return config
+
+
+def test_members_that_differ_in_a_constant_of_the_step_are_named():
+    a, b = _config(seed=0), _config(**{"seed": 1, "optimizer.learning_rate": 0.1})
+    assert members.vmapped_differences([a, b]) == []
+    c = _config(**{"loss.name": "covariance"})
+    assert members.vmapped_differences([a, c]) == [
+        "loss.name: 'pearson' (member 1), 'covariance' (member 2)"
+    ]
+    model = BowEncoder(50, 8, rngs=nnx.Rngs(0))
+    with pytest.raises(ValueError, match=r"loss\.name: 'pearson' \(member 1\)"):
+        members.PackTrainer([a, c], [model, model], lambda *args: (0.0, {}))
+
+
+def test_the_member_mode_follows_the_measured_rule():
+    small_bow = BowEncoder(500, 32, rngs=nnx.Rngs(0))
+    large_bow = BowEncoder(10_000, 300, rngs=nnx.Rngs(0))
+    gru = nnx.RNN(nnx.GRUCell(8, 16, rngs=nnx.Rngs(0)))
+    assert members.member_mode(small_bow, "cpu") == "vmapped"
+    assert members.member_mode(large_bow, "cpu") == "in turn"  # 3M parameters
+    assert members.member_mode(gru, "cpu") == "in turn"  # a scan
+    assert members.member_mode(gru, "gpu") == "vmapped"
+    assert members.member_mode(large_bow, "tpu") == "vmapped"
+
+
+def _run(tmp_path: Path, name: str, changes: list[dict], mode: str = "vmapped") -> list:
+    configs = [_config(**c) for c in changes]
+    dirs = [tmp_path / name / f"m{k}" for k in range(len(configs))]
+    return train_and_evaluate_pack(configs, dirs, declare, mode)
+
+
+def _rows(job_dir: Path) -> list[dict]:
+    rows = [json.loads(line) for line in (job_dir / "metrics.jsonl").open()]
+    return [{k: v for k, v in r.items() if "per_second" not in k} for r in rows]
+
+
+@pytest.mark.slow  # 3 packs of 2 demo members, 60 steps (about 40 s)
+def test_early_stopping_of_one_member_leaves_the_other_unchanged(tmp_path):
+    """Member 1 stops early (patience 1, an evaluation every 5 steps) while member 2 trains
+    on: member 2's every logged number equals its run beside a member that never stops,
+    and the stopped member's best checkpoint is kept."""
+    common = {"num_steps": 60, "log_every": 5, "evals.dev.every": 5}
+    other = {**common, "optimizer.learning_rate": 3e-3}  # one seed: one vocabulary, one program
+    stopping = [{**common, "early_stopping.patience": 1, "optimizer.learning_rate": 0.3}, other]
+    never = [{**common, "early_stopping.patience": 1000}, other]
+    stopped = _run(tmp_path, "stops", stopping)
+    _run(tmp_path, "never", never)
+    assert stopped[0]["train"]["stopped_early"] and stopped[0]["train"]["steps"] < 60
+    assert stopped[1]["train"]["steps"] == 60
+    assert stopped[1]["pack"] == {"mode": "vmapped", "members": 2, "index": 1}
+    assert _rows(tmp_path / "stops" / "m1") == _rows(tmp_path / "never" / "m1")
+    evaluated = [r for r in _rows(tmp_path / "stops" / "m0") if "dev/same_image_auc" in r]
+    best = max(evaluated, key=lambda r: r["dev/same_image_auc"])
+    assert best["dev/same_image_auc"] == stopped[0]["train"]["best_dev_same_image_auc"]
+    assert (tmp_path / "stops" / "m0" / "checkpoints" / str(best["step"])).is_dir()
+
+
+def test_members_that_do_not_fit_stop_before_training_with_the_sizes(tmp_path, monkeypatch):
+    monkeypatch.setattr(members, "free_device_bytes", lambda device: 1 << 20)
+    changes = [{"num_steps": 5, "optimizer.learning_rate": lr} for lr in (1e-3, 3e-3)]
+    with pytest.raises(
+        members.MemoryFitError, match=r"2 vmapped member\(s\) need .* MiB .* 1.0 MiB"
+    ):
+        _run(tmp_path, "tight", changes)
+    member = tmp_path / "tight" / "m0"  # not one step trained, nothing saved
+    assert not list(member.glob("checkpoints/[0-9]*"))
+    assert not (member / "metrics.jsonl").exists() or not (member / "metrics.jsonl").read_text()
+
+
+PACK_SCRIPT = """
+import json, sys
+import jax
+jax.config.update("jax_cpu_collectives_implementation", "gloo")
+from configs import i2ce_demo
+from i2ce_jax.train import declare
+from capsim.train.recipe import train_and_evaluate_pack
+configs = []
+for seed, lr in ((0, 1e-3), (1, 3e-3)):
+    config = i2ce_demo.get_config("runlocal")
+    config.num_steps, config.log_every, config.evals.dev.every = 3, 1, 3
+    config.seed, config.optimizer.learning_rate = seed, lr
+    configs.append(config)
+dirs = [sys.argv[1] + "/a", sys.argv[1] + "/b"]
+train_and_evaluate_pack(configs, dirs, declare, "vmapped")
+if jax.process_index() == 0:
+    losses = [[json.loads(l)["train/loss"] for l in open(d + "/metrics.jsonl") if "train/loss" in l]
+              for d in dirs]
+    print("LOSSES", json.dumps(losses))
+"""
+
+
+def _start_pack(workdir: Path, env: dict) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", PACK_SCRIPT, str(workdir)],
+        cwd=REPO,
+        env=dict(os.environ, JAX_PLATFORMS="cpu", **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _losses(process: subprocess.Popen) -> list[list[float]]:
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err[-3000:]
+    return json.loads(out.split("LOSSES", 1)[1])
+
+
+@pytest.mark.slow  # 3 processes of I2CE members (about 40 s)
+def test_vmapped_members_on_two_processes_match_one(tmp_path):
+    """The member axis beside the data mesh: 2 vmapped I2CE members, their batch split
+    over 2 processes (jax.distributed over gloo), log one process's losses."""
+    from test_multihost import _free_port
+
+    one = _losses(_start_pack(tmp_path / "one", {}))
+    port = _free_port()
+    env = {"JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}", "JAX_NUM_PROCESSES": "2"}
+    processes = [_start_pack(tmp_path / "two", {**env, "JAX_PROCESS_ID": str(k)}) for k in range(2)]
+    two = _losses(processes[0])
+    _, err = processes[1].communicate(timeout=600)
+    assert processes[1].returncode == 0, err[-3000:]
+    assert len(one) == 2 and len(one[0]) == 3 and one[0] != one[1]
+    np.testing.assert_allclose(two, one, rtol=1e-5)
