@@ -66,7 +66,10 @@ class MemoryFitError(CapsimError):
 def member_mode(model: nnx.Module, backend: str | None = None) -> str:
     """How a pack's members run by default on ``backend`` (default: JAX's): "vmapped" on
     accelerators, where one member leaves most of the chip idle; on CPU only for a small
-    model without a ``lax.scan`` (bench/RESULTS.md, "Members of a grid")."""
+    model without a ``lax.scan`` (bench/RESULTS.md, "Members of a grid"); in turn when
+    the run spans several processes."""
+    if jax.process_count() > 1:
+        return "in turn"  # see PackTrainer: vmapped members run on one process
     backend = backend or jax.default_backend()
     if backend != "cpu":
         return "vmapped"
@@ -105,7 +108,7 @@ def _flatten(tree: Mapping, prefix: str = "") -> dict[str, Any]:
 
 
 def shared_programs(
-    models: Sequence[nnx.Module], tables: Sequence[Mapping[str, np.ndarray]]
+    models: Sequence[nnx.Module], tables: Sequence[Mapping[str, np.ndarray] | None]
 ) -> list[list[int]]:
     """The members (indices) that one vmapped step can train: models of the same structure
     and sizes, and equal device tables (shared, never copied). Each member's data builds
@@ -124,7 +127,8 @@ def shared_programs(
     return groups
 
 
-def _same_tables(a: Mapping[str, np.ndarray], b: Mapping[str, np.ndarray]) -> bool:
+def _same_tables(a: Mapping[str, np.ndarray] | None, b: Mapping[str, np.ndarray] | None) -> bool:
+    a, b = a or {}, b or {}
     return a.keys() == b.keys() and all(
         a[k] is b[k] or (np.shape(a[k]) == np.shape(b[k]) and np.array_equal(a[k], b[k])) for k in a
     )
@@ -136,7 +140,7 @@ def _signature(state: nnx.State) -> str:
 
 
 def _stack(trees: Sequence[Any]) -> Any:
-    return jax.tree.map(lambda *leaves: np.stack([np.asarray(x) for x in leaves]), *trees)
+    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)  # PRNG keys too
 
 
 class PackTrainer(Trainer):
@@ -155,6 +159,12 @@ class PackTrainer(Trainer):
         mesh: jax.sharding.Mesh | None = None,
         tables: Mapping[str, np.ndarray] | None = None,
     ):
+        if jax.process_count() > 1:
+            # 2 processes of vmapped members stopped in a gloo collective mismatch
+            # (tests/test_members.py, notes); until that is found, one process only.
+            raise ValueError(
+                "vmapped members train on one process; with several, use --member_mode 'in turn'"
+            )
         if differences := vmapped_differences(configs):
             raise ValueError(
                 "vmapped members may differ only in " + ", ".join(VMAPPED_KEYS) + "; these "
@@ -178,7 +188,7 @@ class PackTrainer(Trainer):
         self.seeds = mesh_lib.replicate(np.array([seed_array(c.seed) for c in configs]), self.mesh)
         self.place_tables(tables or {})
         self.train_step = _compile_pack_step(self.graphdef, loss_fn, self.mesh, wrt)
-        self._host_metrics: tuple[int, list[dict[str, float]]] | None = None
+        self._host_metrics: tuple[Mapping, list[dict[str, float]]] | None = None
         self._masks: dict[tuple[bool, ...], jax.Array] = {}
         self._compiled: jax.stages.Compiled | None = None
 
@@ -197,10 +207,10 @@ class PackTrainer(Trainer):
 
     def member_host_metrics(self, metrics: Mapping[str, jax.Array], index: int) -> dict:
         """Member ``index``'s row of a step's stacked metrics, as floats (copied once a step)."""
-        if self._host_metrics is None or self._host_metrics[0] != id(metrics):
+        if self._host_metrics is None or self._host_metrics[0] is not metrics:
             local = {k: np.asarray(v) for k, v in mesh_lib.to_local(metrics).items()}
             rows = [{k: float(v[i]) for k, v in local.items()} for i in range(len(self.members))]
-            self._host_metrics = (id(metrics), rows)
+            self._host_metrics = (metrics, rows)  # holds the step's metrics: no id reused
         return self._host_metrics[1][index]
 
     def check_memory(self, batches: Sequence[Mapping[str, jax.Array]]) -> int:
@@ -211,11 +221,12 @@ class PackTrainer(Trainer):
             self.state, tuple(batches), self.tables, self.seeds, mask
         ).compile()
         need = program_bytes(compiled)
-        free = free_device_bytes(self.mesh.devices.flat[0])
+        device = next(d for d in self.mesh.devices.flat if d.process_index == jax.process_index())
+        free = free_device_bytes(device)
         if free is not None and need > free:
             raise MemoryFitError(
                 f"{len(self.members)} vmapped member(s) need {_mib(need)} on "
-                f"{self.mesh.devices.flat[0]} (state {_mib(tree_bytes(self.state))}, tables "
+                f"{device} (state {_mib(tree_bytes(self.state))}, tables "
                 f"{_mib(tree_bytes(self.tables))}, the rest activations and temporaries) but "
                 f"{_mib(free)} is free: pack fewer members (launch.sweep --pack N)"
             )
