@@ -108,7 +108,7 @@ def tail_rows(count: int) -> int:
     return max(MIN_ROWS, 1 << (count - 1).bit_length())
 
 
-def sentence_ids(vocab: text.Vocab, sentence: object, sentence_id: object) -> list[int] | None:
+def sentence_ids(vocab: text.Vocab, sentence: object, sentence_id: object) -> Sequence[int] | None:
     """``<S> w1 .. wn </S>`` ids of one sentence, or None when it has no token.
 
     Non-strings and bytes that are not UTF-8 raise CaptionError naming the id.
@@ -120,10 +120,7 @@ def sentence_ids(vocab: text.Vocab, sentence: object, sentence_id: object) -> li
             raise CaptionError(sentence_id, f"bytes are not valid UTF-8 ({error})") from error
     if not isinstance(sentence, str):
         raise CaptionError(sentence_id, f"caption must be a string, got {type(sentence).__name__}")
-    tokens = text.tokenize(sentence)
-    if not tokens:
-        return None
-    return [text.BOS_ID, *vocab.lookup(tokens), text.EOS_ID]
+    return vocab.sentence_ids(sentence)
 
 
 @dataclasses.dataclass
@@ -136,7 +133,7 @@ class Embedded:
 
 def token_rows(
     vocab: text.Vocab, sentences: Sequence[object], ids: Sequence[object] | None = None
-) -> list[list[int] | None]:
+) -> list[Sequence[int] | None]:
     """``sentence_ids`` of each sentence; ``ids`` name them in errors (default: their index)."""
     if ids is not None and len(ids) != len(sentences):
         raise ValueError(f"got {len(ids)} ids for {len(sentences)} sentences")
@@ -149,7 +146,7 @@ def token_rows(
 Batch = tuple[list[int], np.ndarray, np.ndarray]
 
 
-def bucketed_batches(rows: Sequence[list[int] | None], batch_size: int) -> Iterator[Batch]:
+def bucketed_batches(rows: Sequence[Sequence[int] | None], batch_size: int) -> Iterator[Batch]:
     """The padded batches of the non-empty ``rows``, bucket by bucket, shortest first."""
     by_bucket: dict[int, list[int]] = {}
     for index, row in enumerate(rows):

@@ -85,6 +85,9 @@ class Vocab:
     itos: list[str]
     counts: dict[str, int] = dataclasses.field(default_factory=dict)
     stoi: dict[str, int] = dataclasses.field(init=False)
+    _sentences: dict[str, tuple[int, ...] | None] = dataclasses.field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         if tuple(self.itos[: len(SPECIALS)]) != SPECIALS:
@@ -140,6 +143,18 @@ class Vocab:
         """Ids of ``tokens``; out-of-vocabulary tokens map to the unknown id."""
         get = self.stoi.get
         return [get(token, UNK_ID) for token in tokens]
+
+    def sentence_ids(self, sentence: str) -> tuple[int, ...] | None:
+        """``<S> w1 .. wn </S>`` ids of a sentence, None when it has no token. Memoised
+        (up to TOKENIZE_CACHE sentences): dev evaluations embed the same sentences each time."""
+        if sentence in self._sentences:
+            return self._sentences[sentence]
+        tokens = tokenize(sentence)
+        ids = (BOS_ID, *self.lookup(tokens), EOS_ID) if tokens else None
+        if len(self._sentences) >= TOKENIZE_CACHE:
+            self._sentences.clear()
+        self._sentences[sentence] = ids
+        return ids
 
     def decode(self, ids: Iterable[int]) -> list[str]:
         return [self.itos[int(index)] for index in ids]

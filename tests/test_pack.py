@@ -185,20 +185,22 @@ def _assert_close(a: object, b: object, where: str) -> None:
         assert a == b, where
 
 
-@pytest.mark.slow  # an uninterrupted pack, a killed one and its resumption (about 60 s)
-def test_a_pack_killed_mid_member_resumes_to_the_uninterrupted_pack(tmp_path):
+@pytest.mark.slow  # an uninterrupted pack, a killed one and its resumption (about 60 s a mode)
+@pytest.mark.parametrize("mode", ["in turn", "vmapped"])
+def test_a_pack_killed_mid_member_resumes_to_the_uninterrupted_pack(tmp_path, mode):
     """SIGKILL to the whole sweep at a seeded step of the second member; the same command
-    again skips the finished member, resumes the killed one from its checkpoint, and
+    again skips a finished member, resumes the killed ones from their checkpoints, and
     every member's logged losses and metrics equal an uninterrupted pack's."""
     arg = "dataset=shapes_world,encoder=bow_sum,loss=pearson,runlocal"
     config = f"{_solo_vs_packed_config(tmp_path, 'sweep_vtfn', 60, checkpoint_every=10)}:{arg}"
-    assert sweep.run_sweep(config, tmp_path / "whole", pack=2) == 0
+    flags = {"pack": 3, "member_mode": mode}
+    assert sweep.run_sweep(config, tmp_path / "whole", **flags) == 0
     names = sorted(p.parent.name for p in (tmp_path / "whole").glob("*/results.json"))
     target = int(np.random.default_rng(0).integers(15, 45))
     killed = tmp_path / "killed"
     command = [sys.executable, "-m", "launch.sweep", f"--config={config}"]
     process = subprocess.Popen(
-        [*command, f"--workdir={killed}", "--pack=2"],
+        [*command, f"--workdir={killed}", "--pack=3", f"--member_mode={mode}"],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -214,9 +216,9 @@ def test_a_pack_killed_mid_member_resumes_to_the_uninterrupted_pack(tmp_path):
     assert process.poll() is None, "the pack ended before the kill"
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    assert (killed / names[0] / "results.json").exists()
+    assert (killed / names[0] / "results.json").exists() == (mode == "in turn")
     assert not (killed / names[1] / "results.json").exists()
-    assert sweep.run_sweep(config, killed, pack=2) == 0
+    assert sweep.run_sweep(config, killed, **flags) == 0
     for name in names:
         whole_rows, whole = _trained(tmp_path / "whole" / name)
         resumed_rows, resumed = _trained(killed / name)

@@ -45,9 +45,7 @@ class PlacedSteps:
         trainer = Trainer(case.config, case.model, case.loss_fn)
         batches = [placed_batch(trainer, b) for b in case.batches]
         lowered = trainer.train_step.lower(trainer.state, batches[0], trainer.tables, trainer.seed)
-        return cls(
-            case, lowered.compile(), trainer.state, batches, trainer.tables, trainer.seed
-        )
+        return cls(case, lowered.compile(), trainer.state, batches, trainer.tables, trainer.seed)
 
     def run(self, count: int) -> dict[str, jax.Array]:
         """``count`` more steps, waited for; the last step's metrics."""

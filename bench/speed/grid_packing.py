@@ -4,9 +4,9 @@
 
 The grid: the shapes-world VTFN-BOW demo job (configs/demo_bow.py) over ``--seeds``
 seeds. Each setting runs the whole command, from its start to its end, in a fresh
-folder: ``--jobs 2`` (today's way on 2 cores: a process a job, two at once),
-``--pack`` all seeds in one process, and two processes of half the seeds each. Rounds
-alternate the settings. Prints the table; ``--write`` records it in
+folder: ``--jobs 2`` (a process a job, two at once), ``--pack`` all seeds in one
+process (vmapped, the default for this model on CPU, and in turn), and two processes
+of half the seeds each. Rounds alternate the settings. Prints the table; ``--write`` records it in
 bench/results/grid_packing.json and bench/RESULTS.md ("Grids on one machine").
 """
 
@@ -47,8 +47,14 @@ def get_sweep(hyper, arg=None):
 def settings(seeds: int) -> dict[str, list[str]]:
     return {
         "--jobs 2 --pack 1 (a process a job)": ["--jobs", "2", "--pack", "1"],
-        f"--pack {seeds} (one process)": ["--pack", str(seeds)],
-        f"--pack {seeds // 2} --jobs 2": ["--pack", str(seeds // 2), "--jobs", "2"],
+        f"--pack {seeds} (one process; auto: vmapped)": ["--pack", str(seeds)],
+        f"--pack {seeds} --member_mode 'in turn'": [
+            "--pack",
+            str(seeds),
+            "--member_mode",
+            "in turn",
+        ],
+        f"--pack {seeds // 2} --jobs 2 (auto: vmapped)": ["--pack", str(seeds // 2), "--jobs", "2"],
     }
 
 
@@ -101,7 +107,8 @@ def main() -> None:
             f"The shapes-world VTFN-BOW demo job (configs/demo_bow.py, 375 steps) over "
             f"{args.seeds} seeds, the whole `python -m launch.sweep` command timed from start "
             f"to end; {args.rounds} alternating rounds on 2 cores, load {load_before:.2f} "
-            f"before, {load_after:.2f} after. Members run in turn (launch.pack).",
+            f"before, {load_after:.2f} after. A pack's members run as the flags say "
+            f"(launch.pack; auto takes capsim.train.members.member_mode's choice).",
             format_table(rows, list(rows[0])),
         ]
     )

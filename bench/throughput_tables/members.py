@@ -53,16 +53,19 @@ def member_row(
 
     def in_turn() -> object:
         for k in range(members):
-            states[k], metrics = trainer.train_step(states[k], batches[k], trainer.tables)
+            states[k], metrics = trainer.train_step(
+                states[k], batches[k], trainer.tables, trainer.seed
+            )
         return states, metrics
 
-    step = make_train_step(trainer.graphdef, case.loss_fn, trainable(case.config), 0)
-    vmapped = jax.jit(jax.vmap(step, in_axes=(0, 0, None)), donate_argnums=0)
+    step = make_train_step(trainer.graphdef, case.loss_fn, trainable(case.config))
+    vmapped = jax.jit(jax.vmap(step, in_axes=(0, 0, None, 0)), donate_argnums=0)
+    seeds = jnp.arange(members, dtype=jnp.uint32)
     stacked = {"state": jax.tree.map(lambda *x: jnp.stack(x), *states)}
     stacked_batch = jax.tree.map(lambda *x: jnp.stack(x), *batches)
 
     def together() -> object:
-        stacked["state"], metrics = vmapped(stacked["state"], stacked_batch, trainer.tables)
+        stacked["state"], metrics = vmapped(stacked["state"], stacked_batch, trainer.tables, seeds)
         return stacked["state"], metrics
 
     seconds: dict[str, list[float]] = {"vmapped": [], "in turn": []}

@@ -346,8 +346,10 @@ class PackMember(Trainer):
 
     @property
     def state(self) -> nnx.State:
-        """This member's slice of the stacked state."""
-        return jax.tree.map(lambda x: x[self.index], self.pack.state)
+        """This member's slice of the stacked state, cut from this process's copy and placed
+        again: slicing the global array would be a program every process must run."""
+        local = jax.tree.map(lambda x: x.addressable_data(0), self.pack.state)
+        return mesh_lib.replicate(_member_slice(local, self.index), self.mesh)
 
     def place_state(self) -> None:
         """Nothing to place yet: PackTrainer.fit stacks the states the runs resumed."""
@@ -357,6 +359,13 @@ class PackMember(Trainer):
 
     def host_metrics(self, metrics: Mapping[str, jax.Array]) -> dict[str, float]:
         return self.pack.member_host_metrics(metrics, self.index)
+
+
+@jax.jit
+def _member_slice(tree: Any, index: jax.Array) -> Any:
+    """Row ``index`` of every leaf: one compiled call (leaf by leaf, 8 members' saves and
+    evaluations spent 1.7 s in eager slicing on the demo grid)."""
+    return jax.tree.map(lambda x: x[index], tree)
 
 
 def _compile_pack_step(
