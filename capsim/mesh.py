@@ -50,6 +50,7 @@ def maybe_initialize_distributed() -> None:
         )
     if HEARTBEAT_ENV in os.environ:
         kwargs["heartbeat_timeout_seconds"] = int(os.environ[HEARTBEAT_ENV])
+    _keep_collectives_in_order()
     jax.distributed.initialize(**kwargs)
     logging.info(
         "jax.distributed: process %d of %d, %d global devices",
@@ -57,6 +58,20 @@ def maybe_initialize_distributed() -> None:
         jax.process_count(),
         jax.device_count(),
     )
+
+
+# XLA's CPU scheduler may order a program's independent collectives differently in each
+# process; gloo then fails ("Received data size doesn't match expected size"), as two
+# processes of vmapped members did (tests/test_members.py). Off, every process keeps
+# the program's order. Other backends ignore it.
+_IN_ORDER_FLAG = "--xla_cpu_enable_concurrency_optimized_scheduler=false"
+
+
+def _keep_collectives_in_order() -> None:
+    """Adds _IN_ORDER_FLAG to XLA_FLAGS (before the backend starts) unless the user set it."""
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "xla_cpu_enable_concurrency_optimized_scheduler" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} {_IN_ORDER_FLAG}".strip()
 
 
 def make_data_mesh() -> Mesh:

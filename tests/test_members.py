@@ -1,10 +1,13 @@
 """capsim.train.members: a pack's members as one vmapped program. Which members may share
 it, how the mode is chosen, the memory check, early stopping of one member beside the
-others, and the refusal of several processes."""
+others, and the member axis beside a 2-process data mesh."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import ml_collections
@@ -24,6 +27,8 @@ from capsim.train.optimizer import make_optimizer  # noqa: E402
 from capsim.train.recipe import train_and_evaluate_pack  # noqa: E402
 from configs import demo_bow  # noqa: E402
 from vtfn_jax.train import declare  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_the_optimizer_with_its_numbers_in_its_state_is_the_optax_chain():
@@ -132,11 +137,57 @@ def test_members_that_do_not_fit_stop_before_training_with_the_sizes(tmp_path, m
     assert not (member / "metrics.jsonl").exists() or not (member / "metrics.jsonl").read_text()
 
 
-def test_vmapped_members_refuse_several_processes(monkeypatch):
-    """Vmapped members train on one process (a 2-process pack stopped in a gloo
-    collective mismatch); several processes take the members in turn."""
-    monkeypatch.setattr(members.jax, "process_count", lambda: 2)
-    model = BowEncoder(50, 8, rngs=nnx.Rngs(0))
-    assert members.member_mode(model, "gpu") == "in turn"
-    with pytest.raises(ValueError, match="member_mode 'in turn'"):
-        members.PackTrainer([_config(), _config()], [model, model], lambda *args: (0.0, {}))
+PACK_SCRIPT = """
+import json, sys
+import jax
+jax.config.update("jax_cpu_collectives_implementation", "gloo")
+from configs import i2ce_demo
+from i2ce_jax.train import declare
+from capsim.train.recipe import train_and_evaluate_pack
+configs = []
+for seed, lr in ((0, 1e-3), (1, 3e-3)):
+    config = i2ce_demo.get_config("runlocal")
+    config.num_steps, config.log_every, config.evals.dev.every = 3, 1, 3
+    config.seed, config.optimizer.learning_rate = seed, lr
+    configs.append(config)
+dirs = [sys.argv[1] + "/a", sys.argv[1] + "/b"]
+train_and_evaluate_pack(configs, dirs, declare, "vmapped")
+if jax.process_index() == 0:
+    losses = [[json.loads(l)["train/loss"] for l in open(d + "/metrics.jsonl") if "train/loss" in l]
+              for d in dirs]
+    print("LOSSES", json.dumps(losses))
+"""
+
+
+def _start_pack(workdir: Path, env: dict) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", PACK_SCRIPT, str(workdir)],
+        cwd=REPO,
+        env=dict(os.environ, JAX_PLATFORMS="cpu", **env),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _losses(process: subprocess.Popen) -> list[list[float]]:
+    out, err = process.communicate(timeout=600)
+    assert process.returncode == 0, err[-3000:]
+    return json.loads(out.split("LOSSES", 1)[1])
+
+
+@pytest.mark.slow  # 3 processes of I2CE members (about 40 s)
+def test_vmapped_members_on_two_processes_match_one(tmp_path):
+    """The member axis beside the data mesh: 2 vmapped I2CE members, their batch split
+    over 2 processes (jax.distributed over gloo), log one process's losses."""
+    from test_multihost import _free_port
+
+    one = _losses(_start_pack(tmp_path / "one", {}))
+    port = _free_port()
+    env = {"JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}", "JAX_NUM_PROCESSES": "2"}
+    processes = [_start_pack(tmp_path / "two", {**env, "JAX_PROCESS_ID": str(k)}) for k in range(2)]
+    two = _losses(processes[0])
+    _, err = processes[1].communicate(timeout=600)
+    assert processes[1].returncode == 0, err[-3000:]
+    assert len(one) == 2 and len(one[0]) == 3 and one[0] != one[1]
+    np.testing.assert_allclose(two, one, rtol=1e-5)

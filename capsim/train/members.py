@@ -66,10 +66,7 @@ class MemoryFitError(CapsimError):
 def member_mode(model: nnx.Module, backend: str | None = None) -> str:
     """How a pack's members run by default on ``backend`` (default: JAX's): "vmapped" on
     accelerators, where one member leaves most of the chip idle; on CPU only for a small
-    model without a ``lax.scan`` (bench/RESULTS.md, "Members of a grid"); in turn when
-    the run spans several processes."""
-    if jax.process_count() > 1:
-        return "in turn"  # see PackTrainer: vmapped members run on one process
+    model without a ``lax.scan`` (bench/RESULTS.md, "Members of a grid")."""
     backend = backend or jax.default_backend()
     if backend != "cpu":
         return "vmapped"
@@ -159,12 +156,6 @@ class PackTrainer(Trainer):
         mesh: jax.sharding.Mesh | None = None,
         tables: Mapping[str, np.ndarray] | None = None,
     ):
-        if jax.process_count() > 1:
-            # 2 processes of vmapped members stopped in a gloo collective mismatch
-            # (tests/test_members.py, notes); until that is found, one process only.
-            raise ValueError(
-                "vmapped members train on one process; with several, use --member_mode 'in turn'"
-            )
         if differences := vmapped_differences(configs):
             raise ValueError(
                 "vmapped members may differ only in " + ", ".join(VMAPPED_KEYS) + "; these "
