@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import ml_collections
@@ -191,3 +193,46 @@ def test_vmapped_members_on_two_processes_match_one(tmp_path):
     assert processes[1].returncode == 0, err[-3000:]
     assert len(one) == 2 and len(one[0]) == 3 and one[0] != one[1]
     np.testing.assert_allclose(two, one, rtol=1e-5)
+
+
+SIGTERM_PACK = """
+import signal
+import sys
+import time
+sys.path.insert(0, "tests")
+from test_members import _run
+from pathlib import Path
+steps = {"num_steps": 100000, "log_every": 1, "checkpoint_every": 10**9, "evals.dev.every": 0}
+_run(Path(sys.argv[1]), "pack", [{**steps, "optimizer.learning_rate": lr} for lr in (1e-3, 3e-3)])
+"""
+
+
+@pytest.mark.slow  # a pack stopped by SIGTERM, then resumed (about 25 s)
+def test_sigterm_saves_every_vmapped_member_and_the_pack_resumes(tmp_path):
+    """SIGTERM while two vmapped members train: both save at the same step, the process
+    exits 0, and the same pack resumes each member from its own checkpoint."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", SIGTERM_PACK, str(tmp_path)],
+        cwd=REPO,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    metrics = [tmp_path / "pack" / f"m{k}" / "metrics.jsonl" for k in range(2)]
+    deadline = time.monotonic() + 180
+    while not all(m.exists() and m.read_text().count("\n") >= 20 for m in metrics):
+        assert time.monotonic() < deadline and process.poll() is None, "the pack did not start"
+        time.sleep(0.2)
+    process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 0, stderr
+    saved = [int(part.split()[0]) for part in stderr.split("checkpoint at step ")[1:]]
+    assert len(saved) == 2 and saved[0] == saved[1], stderr
+    for k in range(2):
+        assert (tmp_path / "pack" / f"m{k}" / "checkpoints" / str(saved[0])).is_dir()
+    steps = {"num_steps": saved[0] + 10, "evals.dev.every": 0}
+    resumed = _run(
+        tmp_path, "pack", [{**steps, "optimizer.learning_rate": lr} for lr in (1e-3, 3e-3)]
+    )
+    assert [r["train"]["steps"] for r in resumed] == [saved[0] + 10] * 2
+    rows = [json.loads(line) for line in metrics[1].open()]
+    assert [r["step"] for r in rows if "train/loss" in r][-1] == saved[0] + 10
