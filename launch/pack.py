@@ -123,7 +123,13 @@ def vmapped_groups(configs: Sequence[Any]) -> list[list[int]]:
     return groups
 
 
-def run_pack(train_module: str, config: str, job_dirs: Sequence[Path], mode: str = "auto") -> int:
+def run_pack(
+    train_module: str,
+    config: str,
+    job_dirs: Sequence[Path],
+    mode: str = "auto",
+    fit_memory: bool = False,
+) -> int:
     """Trains each job folder's run as a member of a pack; returns the number that failed."""
     from capsim.cache import use_compilation_cache
     from capsim.config_lib import apply_overrides
@@ -162,6 +168,7 @@ def run_pack(train_module: str, config: str, job_dirs: Sequence[Path], mode: str
                 mode,
                 lambda index, dirs=dirs: output_to(dirs[index] / "log.txt"),
                 record,
+                fit_memory,
             )
         except SystemExit as stop:  # a SIGTERM saved the members; the pack ends
             if stop.code:
@@ -186,9 +193,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="how members train: one vmapped step, in turn, or the faster for the backend "
         "and model (capsim.train.members.member_mode)",
     )
+    parser.add_argument(
+        "--fit_memory",
+        action="store_true",
+        help="vmapped members that do not fit in memory train as programs of as many as fit "
+        "(launch.sweep --pack auto), instead of stopping with the sizes",
+    )
     parser.add_argument("job_dirs", nargs="+", type=Path, help="folders with overrides.json")
     args = parser.parse_args(argv)
-    return 1 if run_pack(args.train_module, args.config, args.job_dirs, args.member_mode) else 0
+    failed = run_pack(
+        args.train_module, args.config, args.job_dirs, args.member_mode, args.fit_memory
+    )
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ OVERRIDES_FILE = "overrides.json"
 MEM_FRACTION = "XLA_PYTHON_CLIENT_MEM_FRACTION"
 # Members a process by default: 2.3-2.6x a process a job on 2 cores (bench/speed/grid_packing.py)
 DEFAULT_PACK = 4
+AUTO_PACK = "auto"  # --pack auto: a shape's members in one process, vmapped as many as fit
 PACK_LOGS = "packs"  # a pack process's own output, beside the job folders
 # Of one accelerator's memory, the share all jobs of a --jobs N grid take together.
 GPU_MEMORY_SHARE = 0.9
@@ -226,12 +227,14 @@ def run_members(
     workdir: Path,
     env: Mapping | None = None,
     member_mode: str = "auto",
+    fit_memory: bool = False,
 ) -> list[bool]:
     """One process trains the jobs of ``task`` as a pack (launch.pack); each member's output
     goes to its own log.txt, the process's own lines to ``packs/<first member>.log``."""
     dirs = [str(workdir / job.name) for job in task]
     command = [sys.executable, "-m", "launch.pack", f"--train_module={train_module}"]
-    command += [f"--config={config}", f"--member_mode={member_mode}", *dirs]
+    command += [f"--config={config}", f"--member_mode={member_mode}"]
+    command += ["--fit_memory", *dirs] if fit_memory else dirs
     names = [job.name for job in task]
     for job in task:
         _prepare(job, workdir, command, pack=names)
@@ -263,14 +266,16 @@ def run_sweep(
     max_runs: int | None = None,
     runlocal: bool = False,
     train_module: str | None = None,
-    pack: int = DEFAULT_PACK,
+    pack: int | str = DEFAULT_PACK,
     member_mode: str = "auto",
 ) -> int:
     """Expands and runs the grid; returns the number of failed jobs. ``pack`` > 1 trains up
     to that many jobs a process (launch.pack, its members ``member_mode``), ``jobs``
     processes at once."""
+    fit_memory = pack == AUTO_PACK  # every member of a shape in one process, as many as fit
+    pack = sys.maxsize if fit_memory else int(pack)
     if jobs < 1 or pack < 1:
-        raise ValueError(f"--jobs and --pack must be >= 1, got {jobs} and {pack}")
+        raise ValueError(f"--jobs and --pack must be >= 1 (or --pack auto), got {jobs} and {pack}")
     config_file, _, arg = config.partition(":")
     if runlocal:
         arg = _merge_arg(arg, {"runlocal": True})
@@ -287,14 +292,17 @@ def run_sweep(
     print(f"grid of {len(grid)}: {done} already done, running {len(pending)}", flush=True)
     tasks = packs(pending, pack) if pack > 1 else [[job] for job in pending]
     if pack > 1:
-        print(f"{len(tasks)} processes of up to {pack} members each ({member_mode})", flush=True)
+        size = "as many as fit in memory (auto)" if fit_memory else f"up to {pack}"
+        print(f"{len(tasks)} processes of {size} members each ({member_mode})", flush=True)
     failed = []
     start = time.monotonic()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
     try:
         env = job_environment(jobs, os.environ)
         futures = {
-            pool.submit(run_members, task, train_module, config, workdir, env, member_mode)
+            pool.submit(
+                run_members, task, train_module, config, workdir, env, member_mode, fit_memory
+            )
             if pack > 1
             else pool.submit(run_job, task, train_module, config, workdir, env): task
             for task in tasks
@@ -337,10 +345,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--pack",
-        type=int,
+        type=lambda value: value if value == AUTO_PACK else int(value),
         default=DEFAULT_PACK,
         help="train up to N jobs that differ only in member keys (seed, learning rate, loss "
-        "scalars, dropout) in one process (1: a process a job)",
+        "scalars, dropout) in one process (1: a process a job); auto: all of them, vmapped "
+        "members split into programs that fit the device's memory",
     )
     parser.add_argument(
         "--member_mode",

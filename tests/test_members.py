@@ -128,15 +128,35 @@ def test_early_stopping_of_one_member_leaves_the_other_unchanged(tmp_path):
 
 
 def test_members_that_do_not_fit_stop_before_training_with_the_sizes(tmp_path, monkeypatch):
-    monkeypatch.setattr(members, "free_device_bytes", lambda device: 1 << 20)
+    monkeypatch.setattr(members, "free_device_bytes", lambda device: 1 << 10)
     changes = [{"num_steps": 5, "optimizer.learning_rate": lr} for lr in (1e-3, 3e-3)]
-    with pytest.raises(
-        members.MemoryFitError, match=r"2 vmapped member\(s\) need .* MiB .* 1.0 MiB"
-    ):
+    with pytest.raises(members.MemoryFitError, match=r"2 vmapped member\(s\) need [\d.]+ MiB"):
         _run(tmp_path, "tight", changes)
     member = tmp_path / "tight" / "m0"  # not one step trained, nothing saved
     assert not list(member.glob("checkpoints/[0-9]*"))
     assert not (member / "metrics.jsonl").exists() or not (member / "metrics.jsonl").read_text()
+
+
+def test_an_automatic_pack_size_splits_members_to_fit(tmp_path, monkeypatch, caplog):
+    """Free memory for one member's program but not two's: with ``fit_memory`` the pack
+    trains as two programs of one member, says so, and each member is still its run."""
+    real_program_bytes, programs = members.program_bytes, []
+
+    def recorded(compiled):
+        programs.append(real_program_bytes(compiled))
+        return programs[-1]
+
+    def free(device):  # the first (2-member) program lacks one byte; later ones fit
+        return programs[0][1] - 1 if len(programs) == 1 else 1 << 40
+
+    monkeypatch.setattr(members, "program_bytes", recorded)
+    monkeypatch.setattr(members, "free_device_bytes", free)
+    configs = [_config(num_steps=5, **{"optimizer.learning_rate": lr}) for lr in (1e-3, 3e-3)]
+    dirs = [tmp_path / f"m{k}" for k in range(2)]
+    results = train_and_evaluate_pack(configs, dirs, declare, "vmapped", fit_memory=True)
+    assert "pack size auto: 1 members a program" in caplog.text
+    assert [r["pack"] for r in results] == [{"mode": "vmapped", "members": 1, "index": 0}] * 2
+    assert [r["train"]["steps"] for r in results] == [5, 5]
 
 
 PACK_SCRIPT = """

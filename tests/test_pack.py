@@ -228,3 +228,30 @@ def test_a_pack_killed_mid_member_resumes_to_the_uninterrupted_pack(tmp_path, mo
                 assert a[key] == pytest.approx(value, rel=1e-6, abs=1e-6), (name, key)
         assert resumed.keys() == whole.keys()
         assert resumed["same_diff"] == pytest.approx(whole["same_diff"], rel=1e-6)
+
+
+def test_pack_auto_puts_a_shape_in_one_process_that_fits_memory(tmp_path):
+    """``--pack auto``: every job of a shape in one process, told to split vmapped members
+    into programs that fit (``--fit_memory``); a number or auto, nothing else."""
+    (tmp_path / "fake_train.py").write_text(FAKE_TRAIN)
+    config = tmp_path / "fake_sweep.py"
+    config.write_text(FAKE_CONFIG)
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{REPO}")
+    command = [sys.executable, "-m", "launch.sweep", f"--config={config}"]
+    subprocess.run(
+        [*command, f"--workdir={tmp_path / 'runs'}", "--pack", "auto"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    records = [json.loads(p.read_text()) for p in sorted((tmp_path / "runs").glob("*/job.json"))]
+    assert len(records) == 5 and all(r["pack"] == records[0]["pack"] for r in records)
+    assert all("--fit_memory" in r["command"] for r in records)
+    refused = subprocess.run(
+        [*command, f"--workdir={tmp_path / 'other'}", "--pack", "many"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
+    assert refused.returncode == 2 and "--pack" in refused.stderr

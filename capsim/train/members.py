@@ -17,7 +17,6 @@ the figures of ``python bench/throughput.py --only members``.
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -31,11 +30,17 @@ import numpy as np
 from flax import nnx
 
 from capsim import mesh as mesh_lib
-from capsim.errors import CapsimError
 from capsim.task import LossFn
 from capsim.train.faults import Preemption, exit_on_failure
 from capsim.train.lock import hold_workdir
 from capsim.train.loop import PeriodicEval, Run, TrainResult
+from capsim.train.memory_fit import (
+    MemoryFitError,
+    free_device_bytes,
+    mib,
+    program_bytes,
+    tree_bytes,
+)
 from capsim.train.optimizer import HYPERPARAMETERS, make_optimizer, trainable
 from capsim.train.trainer import Trainer, make_train_step, seed_array
 
@@ -57,10 +62,6 @@ VMAPPED_KEYS = (
 # members; at paper sizes, 3.3M, 0.64x; every scan model 0.50-0.88x but VTFN-GRU's
 # demo 1.17x at 8).
 CPU_VMAPPED_MAX_PARAMETERS = 1_000_000
-
-
-class MemoryFitError(CapsimError):
-    """The members asked for do not fit in the device's memory."""
 
 
 def member_mode(model: nnx.Module, backend: str | None = None) -> str:
@@ -206,23 +207,29 @@ class PackTrainer(Trainer):
 
     def check_memory(self, batches: Sequence[Mapping[str, jax.Array]]) -> int:
         """Compiles the step and stops before training, with MemoryFitError naming the
-        sizes, when it needs more than the device has free; returns the bytes it needs."""
+        sizes, when what it allocates beside its arguments (XLA's memory analysis) is more
+        than the device has free; returns the bytes the program holds while it runs."""
         mask = mesh_lib.replicate(np.ones(len(self.members), bool), self.mesh)
         compiled = self.train_step.lower(
             self.state, tuple(batches), self.tables, self.seeds, mask
         ).compile()
-        need = program_bytes(compiled)
+        arguments, allocated = program_bytes(compiled)
         device = next(d for d in self.mesh.devices.flat if d.process_index == jax.process_index())
         free = free_device_bytes(device)
-        if free is not None and need > free:
+        if free is not None and allocated > free:
+            count, tables = len(self.members), tree_bytes(self.tables)
+            per_member = max(1, (arguments + allocated - tables) // count)
+            fits = max(0, (free + arguments - tables) // per_member)
             raise MemoryFitError(
-                f"{len(self.members)} vmapped member(s) need {_mib(need)} on "
-                f"{device} (state {_mib(tree_bytes(self.state))}, tables "
-                f"{_mib(tree_bytes(self.tables))}, the rest activations and temporaries) but "
-                f"{_mib(free)} is free: pack fewer members (launch.sweep --pack N)"
+                f"{count} vmapped member(s) need {mib(arguments + allocated)} on {device} "
+                f"(state {mib(tree_bytes(self.state))}, tables {mib(tables)}, batches, and "
+                f"{mib(allocated)} of activations and temporaries) but {mib(free)} is free "
+                f"beside them: about {fits} would fit (launch.sweep --pack {max(fits, 1)}, or "
+                "--pack auto)",
+                fits=int(fits),
             )
         self._compiled = compiled
-        return need
+        return arguments + allocated
 
     def fit(
         self,
@@ -271,7 +278,7 @@ class _PackLoop:
                     active = np.array([run.active() for run in runs])
                     taken = [next(feeds[k]) if active[k] else None for k in range(len(runs))]
                     if steps == 0:
-                        pack.check_memory(self._batches(taken))
+                        self._check_memory(self._batches(taken))
                     metrics = pack.step(self._batches(taken), active)
                     steps += 1
                     preempted = preemption.reached(steps)
@@ -290,6 +297,17 @@ class _PackLoop:
             with self.output(index):
                 results.append(run.finish())
         return results
+
+    def _check_memory(self, batches: list) -> None:
+        """PackTrainer.check_memory; when the members do not fit, their runs are closed
+        (nothing was trained or saved) before the error goes up."""
+        try:
+            self.pack.check_memory(batches)
+        except MemoryFitError:
+            for run in self.runs:
+                run.writer.close()
+                run.checkpoints.close()
+            raise
 
     @staticmethod
     def _batches(taken: list) -> list:
@@ -321,11 +339,8 @@ class PackMember(Trainer):
         self.optimizer = nnx.Optimizer(model, make_optimizer(config), wrt=wrt)
         self.graphdef, _ = nnx.split((model, self.optimizer))
 
-    def objects(self) -> tuple[nnx.Module, nnx.Optimizer]:
-        return self.model, self.optimizer
-
     def objects_state(self) -> nnx.State:
-        return nnx.state(self.objects())
+        return nnx.state((self.model, self.optimizer))
 
     @property
     def tables(self) -> Mapping[str, jax.Array]:
@@ -344,9 +359,6 @@ class PackMember(Trainer):
 
     def place_state(self) -> None:
         """Nothing to place yet: PackTrainer.fit stacks the states the runs resumed."""
-
-    def step(self, batch: Mapping[str, jax.Array]) -> dict[str, jax.Array]:
-        raise RuntimeError("a pack's members step together: PackTrainer.step")
 
     def host_metrics(self, metrics: Mapping[str, jax.Array]) -> dict[str, float]:
         return self.pack.member_host_metrics(metrics, self.index)
@@ -384,37 +396,3 @@ def _compile_pack_step(
         out_shardings=(replicated, replicated),
         donate_argnums=0,
     )
-
-
-def tree_bytes(tree: Any) -> int:
-    return sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(tree) if hasattr(x, "dtype"))
-
-
-def program_bytes(compiled: jax.stages.Compiled) -> int:
-    """Device bytes a compiled program holds while it runs: arguments, outputs not
-    aliased to them, and temporaries (XLA's memory analysis)."""
-    analysis = compiled.memory_analysis()
-    if analysis is None:
-        return 0
-    return int(
-        analysis.argument_size_in_bytes
-        + analysis.output_size_in_bytes
-        - analysis.alias_size_in_bytes
-        + analysis.temp_size_in_bytes
-    )
-
-
-def free_device_bytes(device: jax.Device) -> int | None:
-    """Bytes the device can still allocate: its allocator's limit less what is in use
-    (accelerators), the host's available memory (CPU); None when unknown."""
-    stats = device.memory_stats() if hasattr(device, "memory_stats") else None
-    if stats and "bytes_limit" in stats:
-        return int(stats["bytes_limit"] - stats.get("bytes_in_use", 0))
-    try:
-        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        return None
-
-
-def _mib(count: int) -> str:
-    return f"{count / 2**20:,.1f} MiB"

@@ -24,7 +24,7 @@ from capsim.config_lib import MEMBER_MODES
 from capsim.eval.evaluators import Evaluators
 from capsim.tables import format_table, results_rows
 from capsim.task import Task
-from capsim.train.members import PackTrainer, member_mode, shared_programs
+from capsim.train.members import MemoryFitError, PackTrainer, member_mode, shared_programs
 from capsim.train.optimizer import steps_for_epochs
 from capsim.train.preflight import check_workdir
 from capsim.train.trainer import Trainer
@@ -96,6 +96,7 @@ def train_and_evaluate_pack(
     mode: str = "auto",
     member_output: Callable[[int], contextlib.AbstractContextManager] | None = None,
     finished: Callable[[int, dict | Exception], None] | None = None,
+    fit_memory: bool = False,
 ) -> list[dict | Exception]:
     """The members of a pack (capsim.train.members), each the run ``train_and_evaluate``
     would make of its config and workdir; returns each member's results, or the error
@@ -103,7 +104,9 @@ def train_and_evaluate_pack(
     stops them all). ``mode``: "vmapped", "in turn" or "auto" (``member_mode`` of the
     first member's model). Each results.json records how its member ran, under "pack".
     ``member_output(k)`` is entered around all member k prints (its log);
-    ``finished(k, outcome)`` is called as member k ends."""
+    ``finished(k, outcome)`` is called as member k ends. Vmapped members that do not fit
+    in the device's memory stop with MemoryFitError, or with ``fit_memory`` are split into
+    programs of as many as fit (an automatic pack size), and the log says so."""
     output = member_output or (lambda index: contextlib.nullcontext())
     finished = finished or (lambda index, outcome: None)
     declared = []
@@ -142,7 +145,8 @@ def train_and_evaluate_pack(
             " | ".join(",".join(str(k + 1) for k in group) for group in groups),
         )
     outcomes: dict[int, dict | Exception] = {}
-    for group in groups:
+    while groups:
+        group = groups.pop(0)
         pack = PackTrainer(
             [configs[k] for k in group],
             [tasks[k].model for k in group],
@@ -152,7 +156,15 @@ def train_and_evaluate_pack(
         datasets = [tasks[k].batches.dataset(configs[k], pack.tables_on_device) for k in group]
         evaluators = [Evaluators(configs[k].evals, tasks[k].subject_of) for k in group]
         workdirs = [declared[k][0] for k in group]
-        trained = pack.fit(workdirs, datasets, evaluators, lambda i, group=group: output(group[i]))
+        try:
+            trained = pack.fit(workdirs, datasets, evaluators, lambda i, g=group: output(g[i]))
+        except MemoryFitError as error:
+            if not fit_memory or not 1 <= error.fits < len(group):
+                raise
+            size = error.fits
+            logging.warning("pack size auto: %d members a program (%s)", size, error)
+            groups[:0] = [group[k : k + size] for k in range(0, len(group), size)]
+            continue
         for position, (index, result) in enumerate(zip(group, trained, strict=True)):
             (workdir, task), config = declared[index], configs[index]
             with output(index):
