@@ -1,9 +1,9 @@
 """Members of a grid trained together: one vmapped step against the compiled step in turn.
 
-A pack of K members, each with its own state and batch, can run as one compiled program
-(the library's step, ``capsim.train.trainer.make_train_step``, vmapped over stacked
-states and batches: one call a step for all) or as the library's compiled step called
-for each member in turn (what ``launch.pack`` does today, step for step). Which pays
+A pack of K members, each with its own state, seed and batch, can run as one compiled
+program (``capsim.train.members.PackTrainer.step``: the library's step vmapped over
+stacked states and batches, with its mask for stopped members: one call a step for
+all) or as the library's compiled step called for each member in turn. Which pays
 depends on the backend and the model, so it is measured, never assumed:
 ``python bench/throughput.py --only members`` writes bench/results/members.json, a row
 per model, size and member count with both modes' examples/s, and the accelerator
@@ -18,13 +18,14 @@ from collections.abc import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
+import numpy as np
+from flax import nnx
 
 from bench.cases.catalogue import CASES, PAPER, TOY, CaseSizes
 from bench.cases.placed import placed_batch
 from capsim.tables import format_cells
 from capsim.train import Trainer
-from capsim.train.optimizer import trainable
-from capsim.train.trainer import make_train_step
+from capsim.train.members import PackTrainer
 
 MEMBER_COUNTS = (1, 8, 32)
 BATCH = 128
@@ -58,15 +59,14 @@ def member_row(
             )
         return states, metrics
 
-    step = make_train_step(trainer.graphdef, case.loss_fn, trainable(case.config))
-    vmapped = jax.jit(jax.vmap(step, in_axes=(0, 0, None, 0)), donate_argnums=0)
-    seeds = jnp.arange(members, dtype=jnp.uint32)
-    stacked = {"state": jax.tree.map(lambda *x: jnp.stack(x), *states)}
-    stacked_batch = jax.tree.map(lambda *x: jnp.stack(x), *batches)
+    configs = [case.config.copy_and_resolve_references() for _ in range(members)]
+    for seed, config in enumerate(configs):
+        config.seed = seed
+    pack = PackTrainer(configs, [nnx.clone(case.model) for _ in range(members)], case.loss_fn)
+    active = np.ones(members, bool)
 
     def together() -> object:
-        stacked["state"], metrics = vmapped(stacked["state"], stacked_batch, trainer.tables, seeds)
-        return stacked["state"], metrics
+        return pack.step(batches, active)
 
     seconds: dict[str, list[float]] = {"vmapped": [], "in turn": []}
     for index in range(rounds):
