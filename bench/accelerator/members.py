@@ -28,14 +28,16 @@ def members(rec: Recorder, sizes: CaseSizes, toy: bool, share: float) -> None:
     def measure(name: str, count: int) -> dict:
         size = "demo" if toy else "paper"
         row = member_row(name, size, sizes, count, MEMBER_ROUNDS, MIN_SECONDS)
-        best = max(row["packed_examples_per_second"], row["sequential_examples_per_second"])
+        vmapped = row["packed_examples_per_second"]
+        best = max(vmapped or 0.0, row["sequential_examples_per_second"])
         if count == 1:
             one_member[name] = row["sequential_examples_per_second"]
         gain = f", {best / one_member[name]:.1f}x one member" if name in one_member else ""
+        shown = "does not fit" if vmapped is None else f"{vmapped:,.0f} ex/s"
+        ratio = "" if vmapped is None else f" ({row['vmapped_over_in_turn']:.2f}x)"
         note = (
-            f"vmapped {row['packed_examples_per_second']:,.0f} ex/s, in turn "
-            f"{row['sequential_examples_per_second']:,.0f} ex/s: {row['mode']} "
-            f"({row['vmapped_over_in_turn']:.2f}x){gain if count > 1 else ''}"
+            f"vmapped {shown}, in turn {row['sequential_examples_per_second']:,.0f} ex/s: "
+            f"{row['mode']}{ratio}{gain if count > 1 else ''}"
         )
         return {**row, "throughput": best, "unit": "examples/s", "note": note}
 

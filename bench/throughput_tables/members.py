@@ -26,6 +26,7 @@ from bench.cases.placed import placed_batch
 from capsim.tables import format_cells
 from capsim.train import Trainer
 from capsim.train.members import PackTrainer
+from capsim.train.memory_fit import MemoryFitError
 
 MEMBER_COUNTS = (1, 8, 32)
 BATCH = 128
@@ -68,6 +69,11 @@ def member_row(
     def together() -> object:
         return pack.step(batches, active)
 
+    try:
+        pack.check_memory(batches)  # as a pack does before its first step
+    except MemoryFitError as error:
+        return _in_turn_only(name, size, case.sizes, members, rounds, min_seconds, in_turn, error)
+
     seconds: dict[str, list[float]] = {"vmapped": [], "in turn": []}
     for index in range(rounds):
         order = [("vmapped", together), ("in turn", in_turn)]
@@ -85,6 +91,31 @@ def member_row(
         "vmapped_over_in_turn": vmapped_rate / in_turn_rate,
         "backend": jax.default_backend(),
         "sizes": case.sizes,
+    }
+
+
+def _in_turn_only(
+    name: str,
+    size: str,
+    sizes: str,
+    members: int,
+    rounds: int,
+    min_seconds: float,
+    in_turn: Callable[[], object],
+    error: MemoryFitError,
+) -> dict:
+    """The row of members whose vmapped program does not fit: in turn only, and why."""
+    seconds = statistics.median(_timed(in_turn, min_seconds) for _ in range(rounds))
+    return {
+        "name": f"{name.removesuffix(' paper scale')}, {size} sizes",
+        "members": members,
+        "mode": "in turn",
+        "packed_examples_per_second": None,
+        "sequential_examples_per_second": members * BATCH / seconds,
+        "vmapped_over_in_turn": None,
+        "vmapped_does_not_fit": str(error),
+        "backend": jax.default_backend(),
+        "sizes": sizes,
     }
 
 
@@ -114,14 +145,15 @@ def members_table(rows: Sequence[dict]) -> str:
     columns += ["faster", "faster / one member"]
     cells = []
     for row in rows:
-        best = max(row["packed_examples_per_second"], row["sequential_examples_per_second"])
+        vmapped = row["packed_examples_per_second"]
+        best = max(vmapped or 0.0, row["sequential_examples_per_second"])
         cells.append(
             [
                 row["name"],
                 row["members"],
-                f"{row['packed_examples_per_second']:.0f}",
+                "does not fit" if vmapped is None else f"{vmapped:.0f}",
                 f"{row['sequential_examples_per_second']:.0f}",
-                f"{row['vmapped_over_in_turn']:.2f}",
+                "" if vmapped is None else f"{row['vmapped_over_in_turn']:.2f}",
                 row["mode"],
                 f"{best / single[row['name']]:.2f}" if row["name"] in single else "",
             ]

@@ -165,6 +165,8 @@ def train_and_evaluate_pack(
             logging.warning("pack size auto: %d members a program (%s)", size, error)
             groups[:0] = [group[k : k + size] for k in range(0, len(group), size)]
             continue
+        if fit_memory:
+            logging.warning("pack size auto: %d members a program fit in memory", len(group))
         for position, (index, result) in enumerate(zip(group, trained, strict=True)):
             (workdir, task), config = declared[index], configs[index]
             with output(index):
