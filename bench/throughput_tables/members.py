@@ -26,7 +26,7 @@ from bench.cases.placed import placed_batch
 from capsim.tables import format_cells
 from capsim.train import Trainer
 from capsim.train.members import PackTrainer
-from capsim.train.memory_fit import MemoryFitError
+from capsim.train.memory_fit import MemoryFitError, free_device_bytes, mib, tree_bytes
 
 MEMBER_COUNTS = (1, 8, 32)
 BATCH = 128
@@ -60,6 +60,13 @@ def member_row(
             )
         return states, metrics
 
+    # The pack holds each member's objects, their stack and (placing it) one more copy,
+    # beside the in-turn side's states: more than the device has free is no row to time.
+    copies = 4 * members * tree_bytes(trainer.state)
+    free = free_device_bytes(trainer.mesh.devices.flat[0])
+    if free is not None and copies > free:
+        error = MemoryFitError(f"{members} members' states: {mib(copies)}, {mib(free)} free", 0)
+        return _in_turn_only(name, size, case.sizes, members, rounds, min_seconds, in_turn, error)
     configs = [case.config.copy_and_resolve_references() for _ in range(members)]
     for seed, config in enumerate(configs):
         config.seed = seed

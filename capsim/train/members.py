@@ -35,6 +35,7 @@ from capsim.train.faults import Preemption, exit_on_failure
 from capsim.train.lock import hold_workdir
 from capsim.train.loop import PeriodicEval, Run, TrainResult
 from capsim.train.memory_fit import (
+    MEMORY_MARGIN,
     MemoryFitError,
     free_device_bytes,
     mib,
@@ -216,14 +217,15 @@ class PackTrainer(Trainer):
         arguments, allocated = program_bytes(compiled)
         device = next(d for d in self.mesh.devices.flat if d.process_index == jax.process_index())
         free = free_device_bytes(device)
-        if free is not None and allocated > free:
+        if free is not None and allocated * MEMORY_MARGIN > free:
             count, tables = len(self.members), tree_bytes(self.tables)
-            per_member = max(1, (arguments + allocated - tables) // count)
+            per_member = max(1, int(arguments + allocated * MEMORY_MARGIN - tables) // count)
             fits = max(0, (free + arguments - tables) // per_member)
             raise MemoryFitError(
                 f"{count} vmapped member(s) need {mib(arguments + allocated)} on {device} "
                 f"(state {mib(tree_bytes(self.state))}, tables {mib(tables)}, batches, and "
-                f"{mib(allocated)} of activations and temporaries) but {mib(free)} is free "
+                f"{mib(allocated)} of activations and temporaries, with a margin of "
+                f"{MEMORY_MARGIN}x) but {mib(free)} is free "
                 f"beside them: about {fits} would fit (launch.sweep --pack {max(fits, 1)}, or "
                 "--pack auto)",
                 fits=int(fits),
