@@ -50,7 +50,8 @@ from launch.pack import load_config_module, shape_of
 CONFIG_PREFIX = "config."
 OVERRIDES_FILE = "overrides.json"
 MEM_FRACTION = "XLA_PYTHON_CLIENT_MEM_FRACTION"
-# Members a process by default: 2.3-2.6x a process a job on 2 cores (bench/speed/grid_packing.py)
+# Members a process by default: with --jobs 2, 3.15x a process a job on 2 cores
+# (bench/speed/grid_packing.py; 2.90x as one process of 8).
 DEFAULT_PACK = 4
 AUTO_PACK = "auto"  # --pack auto: a shape's members in one process, vmapped as many as fit
 PACK_LOGS = "packs"  # a pack process's own output, beside the job folders
