@@ -154,10 +154,13 @@ def run_pack(
         began = time.monotonic()
         print(f"members {', '.join(d.name for d in dirs)} ({mode})", flush=True)
 
+        recorded: set[int] = set()
+
         def record(index: int, outcome: object, dirs: list[Path] = dirs, began=began) -> None:
             nonlocal failed
             returncode = int(isinstance(outcome, Exception))
             failed += returncode
+            recorded.add(index)
             _record(dirs[index], returncode=returncode, seconds=round(time.monotonic() - began, 1))
 
         try:
@@ -174,25 +177,32 @@ def run_pack(
             if stop.code:
                 raise
             return failed
-        except Exception as error:  # vmapped: the error stops every member of the group
+        except Exception as error:  # vmapped: the error stops the members not yet done
             for index, job_dir in enumerate(dirs):
+                if index in recorded:
+                    continue
                 with output_to(job_dir / "log.txt"):
                     traceback.print_exception(error)
                 record(index, error)
     return failed
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--train_module", required=True, help="e.g. vtfn_jax.train")
-    parser.add_argument("--config", required=True, help="the grid's config file[:arg]")
+def add_member_mode_flag(parser: argparse.ArgumentParser) -> None:
+    """``--member_mode``, shared by launch.sweep and this command."""
     parser.add_argument(
         "--member_mode",
         choices=("auto", *MEMBER_MODES),
         default="auto",
-        help="how members train: one vmapped step, in turn, or the faster for the backend "
-        "and model (capsim.train.members.member_mode)",
+        help="how a pack's members train: one vmapped step, in turn, or (auto) the faster "
+        "for the backend and model, as measured (capsim.train.members.member_mode)",
     )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--train_module", required=True, help="e.g. vtfn_jax.train")
+    parser.add_argument("--config", required=True, help="the grid's config file[:arg]")
+    add_member_mode_flag(parser)
     parser.add_argument(
         "--fit_memory",
         action="store_true",

@@ -42,10 +42,10 @@ import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from capsim.config_lib import MEMBER_MODES, apply_overrides
+from capsim.config_lib import apply_overrides
 from capsim.workdir import RESULTS_FILE
 from launch.aggregate import JOB_FILE, LOG_FILE, aggregate
-from launch.pack import load_config_module, shape_of
+from launch.pack import add_member_mode_flag, load_config_module, shape_of
 
 CONFIG_PREFIX = "config."
 OVERRIDES_FILE = "overrides.json"
@@ -352,13 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scalars, dropout) in one process (1: a process a job); auto: all of them, vmapped "
         "members split into programs that fit the device's memory",
     )
-    parser.add_argument(
-        "--member_mode",
-        choices=("auto", *MEMBER_MODES),
-        default="auto",
-        help="how a pack's members train: one vmapped step, in turn, or (auto) the faster "
-        "for the backend and model, as measured (capsim.train.members.member_mode)",
-    )
+    add_member_mode_flag(parser)
     args = parser.parse_args(argv)
     failed = run_sweep(
         args.config,
