@@ -156,11 +156,13 @@ def run_pack(
 
         recorded: set[int] = set()
 
-        def record(index: int, outcome: object, dirs: list[Path] = dirs, began=began) -> None:
+        def record(
+            index: int, outcome: object, dirs: list[Path] = dirs, began=began, done=recorded
+        ) -> None:
             nonlocal failed
             returncode = int(isinstance(outcome, Exception))
             failed += returncode
-            recorded.add(index)
+            done.add(index)
             _record(dirs[index], returncode=returncode, seconds=round(time.monotonic() - began, 1))
 
         try:
