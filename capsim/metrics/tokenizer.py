@@ -322,3 +322,91 @@ class PTBTokenizer:
         return ptb_tokenize(
             {key: [c["caption"] for c in captions] for key, captions in captions_for_image.items()}
         )
+
+
+# --- Sentences (issue 60) -------------------------------------------------------------
+# A caption is cut after a word that ends in ".", "!", "?" or an ellipsis when the lexer
+# above writes that mark as a token of its own: the tokenizer's rules decide, so "Mr.",
+# "St.", "e.g." and "fig. 3" keep their period (ABBREVIATIONS, BEFORE_NUMBERS), "3.5" is
+# one number, and an initial before a sentence starter ("... by A. The dog") ends its
+# sentence. Two rules are added for sentences, where the jar has no opinion: an ellipsis,
+# "!" or "?" ends a sentence only before a capital letter ("a dog... running" and Flickr8k's
+# 'an " oh ! " face' stay whole; a period before a lower-case word does end one, as
+# captioning models often write lower case), and a
+# kept abbreviation other than a title ("etc.", "p.m.", "U.S.A.") ends one before a
+# capitalised sentence starter ("... at 5 p.m. The dog").
+
+_CANDIDATE_END = re.compile("[.!?\u2026][\"'\u2019\u201d)\\]}]*$")
+_CLOSERS = frozenset(["''", "'", "-rrb-", "-rsb-", "-rcb-"])
+TITLES = frozenset(
+    """mr mrs ms messrs dr drs prof st ste mt ft gen gov capt lt col sgt maj brig cmdr insp
+    det rev sen sens rep reps pres hon jr sr""".split()
+)
+_OPENERS = "\"'\u2018\u201c([{`"
+
+
+def _ends_sentence(word: str, following: str | None) -> bool:
+    """Whether ``word`` (a whitespace-delimited chunk) closes a sentence before ``following``."""
+    tokens = _lex(word if following is None else f"{word}\n{following}")[0]
+    while tokens and tokens[-1] in _CLOSERS:
+        tokens.pop()
+    if not tokens:
+        return False
+    last = tokens[-1]
+    if following is None:
+        return True
+    next_word = following.lstrip(_OPENERS)
+    capital = next_word[:1].isupper()
+    if last == ".":
+        return True
+    if last == "..." or set(last) <= set("!?"):
+        return capital
+    if last.endswith(".") and len(last) > 1:  # a period the tokenizer keeps on its word
+        stem = last.rstrip(".")
+        starter = capital and next_word.lower().strip(",;:") in SENTENCE_STARTERS
+        return starter and stem not in TITLES
+    return False
+
+
+def split_sentences(caption: str) -> list[str]:
+    """A caption's sentences, each as written (stripped), in order.
+
+    The PTB tokenizer's rules decide which periods end a sentence (see the comment above
+    ``_ends_sentence``): abbreviations, decimals and initials before names stay inside
+    their sentence; a missing final stop still closes the last sentence; a caption of one
+    sentence, however long, comes back whole, unchanged but for outer whitespace. A piece
+    with no letter or digit (a lone "!!!") joins the sentence before it (the first one, the
+    sentence after it). An empty or
+    whitespace-only caption gives ``[]``.
+
+    Args:
+      caption: the text of one caption (line breaks count as spaces).
+
+    Returns:
+      The sentences; ``" ".join`` of them equals the caption up to whitespace.
+    """
+    words = list(re.finditer(r"\S+", caption))
+    sentences: list[str] = []
+    start = 0
+    for k, word in enumerate(words):
+        following = words[k + 1][0] if k + 1 < len(words) else None
+        if following is None or not _CANDIDATE_END.search(word[0]):
+            continue
+        if _ends_sentence(word[0], following):
+            sentences.append(caption[start : word.end()])
+            start = word.end()
+    sentences.append(caption[start:])
+    kept: list[str] = []
+    leading = ""  # marks before the first sentence with a word ("... A dog")
+    for piece in (s.strip() for s in sentences):
+        if not piece:
+            continue
+        if not any(c.isalnum() for c in piece):
+            if kept:
+                kept[-1] = f"{kept[-1]} {piece}"
+            else:
+                leading = f"{leading} {piece}".strip()
+        else:
+            kept.append(f"{leading} {piece}".strip())
+            leading = ""
+    return kept if kept or not leading else [leading]
