@@ -27,7 +27,7 @@ class CiderD:
     Document frequency of an n-gram = number of scored ids whose references
     contain it; idf = log(number of scored ids) - log(max(1, df)). Each
     candidate/reference pair scores, per n-gram order, the clipped cosine
-    sum(min(h, r) * r) / (|h| |r|) (0 when a norm is 0), times a gaussian
+    ``sum(min(h, r) * r) / (|h| |r|)`` (0 when a norm is 0), times a gaussian
     penalty on the length difference. Kept quirk: pycocoevalcap measures that
     length in bigrams (tokens - 1), so with n = 1 there is no penalty. The
     score is 10 x the mean over orders and references. Only n = 4 is
