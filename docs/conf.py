@@ -27,13 +27,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 
 project = "capsim"
 author = "the capsim authors"
-copyright = "the capsim authors, Apache-2.0"  # noqa: A001 (Sphinx's name)
+copyright = "the capsim authors, Apache-2.0"
 
 extensions = [
     "myst_parser",
     "sphinx.ext.autodoc",
     "sphinx.ext.napoleon",
-    "sphinx.ext.doctest",
     "sphinx.ext.viewcode",
 ]
 

@@ -1,6 +1,7 @@
 """Every command the documentation shows runs as written: each ``python bench/...``,
-``python tools/...`` and ``python -m <this repository's module>`` in README.md, docs/*.md,
-bench/README.md and bench/RESULTS*.md names a file that exists (fast), and answers
+``python tools/...`` and ``python -m <this repository's module>`` in README.md, docs/**/*.md,
+bench/README.md, bench/RESULTS*.md and the files the manual includes (launch/README.md, the
+model card) names a file that exists (fast), and answers
 ``--help`` (slow: each target starts its own interpreter)."""
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ from conftest import requires
 REPO = Path(__file__).resolve().parents[1]
 DOCUMENTS = (
     REPO / "README.md",
-    *sorted((REPO / "docs").glob("*.md")),
+    *sorted(path for path in (REPO / "docs").rglob("*.md") if "_build" not in path.parts),
     REPO / "bench" / "README.md",
     *sorted((REPO / "bench").glob("RESULTS*.md")),
+    # shown in the manual too (docs/launchers.md and docs/model_card.md include them)
+    REPO / "launch" / "README.md",
+    REPO / "i2ce_jax" / "pretrained" / "MODEL_CARD.md",
 )
 SCRIPT = re.compile(r"\bpython3? ((?:bench|tools)/[\w/]+\.py)\b")
 MODULE = re.compile(r"\bpython3? -m ([A-Za-z_][\w.]*)")

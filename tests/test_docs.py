@@ -1,12 +1,20 @@
 """docs/architecture.md against the tree: every file it names exists, and its layout names
 every module of the shared core, of the trainer, of the bench (and each of its folders) and
 of the tools. bench/README.md against bench/: a few doors at the top, every folder's purpose
-and every runnable bench or tool named."""
+and every runnable bench or tool named. README.md as a landing page (at most 250 lines, with
+the install, the main job and the test command, its links alive), and the manual's strict
+Sphinx build failing on a planted broken link (the docs extra, ``-m docs``)."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 ARCHITECTURE = REPO / "docs" / "architecture.md"
@@ -77,3 +85,90 @@ def test_bench_keeps_its_doors_at_the_top_and_names_each_folder_and_runnable_scr
     )
     unnamed = [script for script in runnable if f"`python {script}" not in readme]
     assert len(runnable) > 20 and not unnamed, unnamed
+
+
+# ---------------------------------------------------------------- the README and the manual
+README = REPO / "README.md"
+DOCS = REPO / "docs"
+README_MAX_LINES = 250
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_the_readme_is_a_landing_page_with_install_main_job_and_test_command():
+    text = README.read_text(encoding="utf-8")
+    lines = text.count("\n")
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; the manual is docs/"
+    for command in (
+        'pip install -e ".[all]"',  # the install CI runs
+        "python -m vtfn_jax.train --config=configs/demo_bow.py",  # the main job
+        "python -m pytest -q\n",  # the test command CI runs (the fast tier)
+        "python -m sphinx -b html docs docs/_build/html",  # the manual, offline
+    ):
+        assert command in text, command
+
+
+def test_every_relative_link_of_the_readme_names_a_file_or_heading_that_exists():
+    text = README.read_text(encoding="utf-8")
+    anchors = {
+        re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        for heading in re.findall(r"^#+ (.*)$", text, flags=re.MULTILINE)
+    }
+    broken = []
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+:", target):
+            continue  # a URL: not followed here
+        path, _, anchor = target.partition("#")
+        if (path and not (REPO / path).exists()) or (not path and anchor not in anchors):
+            broken.append(target)
+    assert not broken, f"README.md links to what does not exist: {broken}"
+    assert any(t.startswith("docs/") for t in LINK.findall(text)), "the README links the manual"
+
+
+def test_every_page_of_the_manual_is_markdown_under_docs():
+    pages = {p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md") if "_build" not in p.parts}
+    assert {"index.md", "architecture.md", "shapes_world.md", "api/index.md"} <= pages, pages
+
+
+# The manual's strict build, as CI runs it (.ci/run): a copy of docs/ with a broken page link,
+# a broken heading anchor and a reference to an API function that does not exist must each
+# fail it, and nothing else may.
+STRICT_BUILD = ("-m", "sphinx", "-W", "--keep-going", "-n", "-q", "-b", "html")
+PLANTED = (
+    "[a page that is not there](no_such_page.md)",
+    "[a heading that is not there](scoring.md#no-such-heading)",
+    "{py:func}`capsim.metrics.no_such_function`",
+)
+needs_sphinx = pytest.mark.skipif(
+    any(importlib.util.find_spec(m) is None for m in ("sphinx", "myst_parser")),
+    reason="needs sphinx and myst_parser (pip install -e '.[docs]')",
+)
+
+
+@pytest.mark.slow  # one full build of the site, autodoc importing the API: about half a minute
+@pytest.mark.docs
+@needs_sphinx
+def test_a_planted_broken_link_fails_the_strict_build(tmp_path):
+    root = tmp_path / "clone"
+    root.mkdir()
+    for entry in REPO.iterdir():  # the clone's files as they are; docs/ copied to plant in
+        if entry.name not in {"docs", ".git", ".venv"}:
+            (root / entry.name).symlink_to(entry)
+    shutil.copytree(DOCS, root / "docs", ignore=shutil.ignore_patterns("_build"))
+    page = root / "docs" / "scoring.md"
+    page.write_text(
+        page.read_text(encoding="utf-8") + "\n\n" + "\n\n".join(PLANTED) + "\n", encoding="utf-8"
+    )
+    done = subprocess.run(
+        [sys.executable, *STRICT_BUILD, str(root / "docs"), str(tmp_path / "html")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode != 0, "the strict build passed with broken links planted"
+    warnings = [line for line in done.stderr.splitlines() if "WARNING" in line or "ERROR" in line]
+    for planted in ("no_such_page.md", "no-such-heading", "capsim.metrics.no_such_function"):
+        assert any(planted in line for line in warnings), (planted, done.stderr[-3000:])
+    others = [line for line in warnings if "scoring.md" not in line]
+    assert not others, f"the manual fails its strict build without the planted links: {others}"
