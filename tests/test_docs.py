@@ -7,6 +7,8 @@ Sphinx build failing on a planted broken link (the docs extra, ``-m docs``)."""
 
 from __future__ import annotations
 
+import doctest
+import importlib
 import importlib.util
 import re
 import shutil
@@ -172,3 +174,61 @@ def test_a_planted_broken_link_fails_the_strict_build(tmp_path):
         assert any(planted in line for line in warnings), (planted, done.stderr[-3000:])
     others = [line for line in warnings if "scoring.md" not in line]
     assert not others, f"the manual fails its strict build without the planted links: {others}"
+
+
+# The API reference's examples run as doctests: every module the reference documents whose
+# docstrings hold a ``>>>`` example (the cheap ones; examples that need a trained run or a
+# download are shown as code, not doctests).
+API_PAGES = sorted((DOCS / "api").glob("*.md"))
+DOCUMENTED = re.compile(r"^\.\. auto(?:module|class|function|exception):: ([\w.]+)", re.MULTILINE)
+
+
+def _documented_modules() -> list[str]:
+    modules = set()
+    for page in API_PAGES:
+        for name in DOCUMENTED.findall(page.read_text(encoding="utf-8")):
+            parts = name.split(".")
+            while parts and not (
+                (REPO.joinpath(*parts).with_suffix(".py")).is_file()
+                or (REPO.joinpath(*parts) / "__init__.py").is_file()
+            ):
+                parts.pop()
+            modules.add(".".join(parts))
+    return sorted(modules)
+
+
+def _module_source(module: str) -> str:
+    base = REPO.joinpath(*module.split("."))
+    path = base.with_suffix(".py") if base.with_suffix(".py").is_file() else base / "__init__.py"
+    return path.read_text(encoding="utf-8")
+
+
+DOCTESTED = [module for module in _documented_modules() if ">>> " in _module_source(module)]
+
+
+def test_the_api_reference_documents_the_public_api():
+    wanted = {
+        "capsim.metrics.cocoeval",
+        "capsim.metrics.tokenizer",
+        "capsim.metrics.bleu",
+        "capsim.metrics.meteor",
+        "capsim.metaeval",
+        "i2ce_jax.scorer",
+        "vtfn_jax.sentence_encoder",
+        "vtfn_jax.train",
+        "i2ce_jax.train",
+        "launch.sweep",
+    }
+    assert wanted <= set(_documented_modules()), wanted - set(_documented_modules())
+    assert {"capsim.metrics.bleu", "capsim.metrics.cider"} <= set(DOCTESTED), DOCTESTED
+
+
+@pytest.mark.parametrize("module", DOCTESTED)
+def test_the_api_reference_examples_run_as_doctests(module):
+    from capsim.extras import missing_jax_stack
+
+    if module.split(".")[0] != "capsim" and missing_jax_stack():
+        pytest.skip("needs the JAX stack (pip install -e '.[jax]')")
+    flags = doctest.NORMALIZE_WHITESPACE | doctest.ELLIPSIS
+    failed, tried = doctest.testmod(importlib.import_module(module), optionflags=flags)
+    assert tried and not failed, f"{module}: {failed} of {tried} examples failed"

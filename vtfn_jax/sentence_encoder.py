@@ -28,9 +28,19 @@ from vtfn_jax.embedders import Embedder, encode_sentences
 class SentenceEncoder:
     """A trained kind's text tower (and, for VTFN, its image map) behind one ``encode``.
 
-    ``embed_images`` maps image features into the sentence space (None for the
-    baselines, which have no image tower); ``config`` is the run's config when
-    loaded from a workdir.
+    Usually built by :meth:`from_checkpoint`.
+
+    Args:
+        embedder: the text tower and its vocabulary (``vtfn_jax.embedders.Embedder``).
+        embed_images: maps image features ``[N, F]`` into the sentence space ``[N, D]``
+            (None for the baselines, which have no image tower).
+        config: the run's config when loaded from a workdir.
+
+    Example::
+
+        encoder = SentenceEncoder.from_checkpoint("runs/bow")
+        vectors = encoder.encode(["a dog runs on the grass", "a cat sleeps"])  # [2, D]
+        image_vectors = encoder.embed_images(features)  # VTFN only: [N, D]
     """
 
     def __init__(
@@ -45,8 +55,20 @@ class SentenceEncoder:
     def from_checkpoint(cls, workdir: str | Path) -> SentenceEncoder:
         """Loads the run in ``workdir`` (written by ``python -m vtfn_jax.train``), any model kind.
 
-        A missing or damaged workdir raises CheckpointError naming it; a missing
-        optional extra (gensim, the GloVe package) raises ImportError naming the extra.
+        Reads ``config.json``, ``vocab.json``, ``data.json`` and the best checkpoint's
+        weights, never the captions or image features.
+
+        Args:
+            workdir: a VTFN or baseline training workdir.
+
+        Returns:
+            The run's encoder, with ``embed_images`` for VTFN and ``config`` set.
+
+        Raises:
+            capsim.errors.CheckpointError: ``workdir`` is missing, damaged or not a
+                ``vtfn_jax.train`` workdir (the error names it).
+            ImportError: the run needs an optional extra that is not installed (gensim,
+                the GloVe package); the message names the extra.
         """
         workdir = Path(workdir)
         if not workdir.is_dir():
@@ -73,11 +95,18 @@ class SentenceEncoder:
         """[N, D] vectors of ``sentences`` ([D] for a single string), as sentence-transformers.
 
         Any length and any words (unknown ones go through ``<unk>``); a sentence
-        without a token gets the zero vector, and their count is logged.
-        ``batch_size`` bounds the rows of a device batch and never changes the
-        vectors. ``normalize_embeddings`` gives unit rows (zero rows stay zero).
-        ``show_progress_bar``: None shows it when INFO logging is on and the
-        input takes more than one chunk of ``batch_size * CHUNK_BATCHES``.
+        without a token gets the zero vector, and their count is logged. The vectors
+        do not depend on the batch size or on the other sentences of the call.
+
+        Args:
+            sentences: one string, or a sequence of strings.
+            batch_size: the most rows of a device batch (it never changes the vectors).
+            normalize_embeddings: unit rows (zero rows stay zero).
+            show_progress_bar: None shows it when INFO logging is on and the input takes
+                more than one chunk of ``batch_size * CHUNK_BATCHES``.
+
+        Returns:
+            float32 NumPy vectors: ``[N, D]``, or ``[D]`` for a single string.
         """
         return encode_sentences(
             self.embedder, sentences, batch_size, normalize_embeddings, show_progress_bar

@@ -26,7 +26,16 @@ from vtfn_jax.data import prepare_data
 
 def declare(config: ml_collections.ConfigDict, workdir: Path) -> Task:
     """The configured kind's task on the run's data (its vocabulary and sizes saved in
-    ``workdir``, which loading reads), reported through the kind's embedders."""
+    ``workdir``, which loading reads), reported through the kind's embedders.
+
+    Args:
+        config: the run's config (``config.model.kind`` names the kind: ``vtfn`` or a
+            baseline of ``vtfn_jax.kinds.KINDS``; ``config.data`` the captions and features).
+        workdir: the run's folder; process 0 writes ``vocab.json`` and ``data.json`` there.
+
+    Returns:
+        The :class:`capsim.task.Task` that ``capsim.train.recipe`` trains and reports.
+    """
     kind = kinds.kind_of(config)
     data = prepare_data(config)
     if is_main_process():
@@ -50,11 +59,42 @@ def declare(config: ml_collections.ConfigDict, workdir: Path) -> Task:
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str | Path) -> dict:
-    """Trains the configured kind, runs the final report of ``config.evals``, writes results.json."""
+    """Trains the configured kind, runs the final report of ``config.evals``, writes results.json.
+
+    The function behind ``python -m vtfn_jax.train``; notebooks and tests call it directly.
+    Rerun on the same ``workdir``, it resumes from the last checkpoint (a finished run
+    trains nothing and reports again).
+
+    Args:
+        config: a config as ``get_config`` of ``configs/coco_bow.py`` or
+            ``configs/demo_bow.py`` returns it (overrides applied).
+        workdir: the run's folder (created if needed): ``config.json``, ``vocab.json``,
+            ``data.json``, ``metrics.jsonl``, TensorBoard events, ``checkpoints/`` and
+            ``results.json``.
+
+    Returns:
+        The results: the final report of every evaluator ``config.evals`` names, the
+        training facts under ``"train"``, ``"feature_source"`` and the model kind under
+        ``"model"``, as written to ``results.json``.
+
+    Raises:
+        capsim.errors.CapsimError: bad data or config (the error names the file, line
+            or key); ``UnusableCheckpointsError`` when no checkpoint of ``workdir`` can be
+            read (nothing is changed; ``config.start_over`` starts again).
+
+    Example::
+
+        from configs import demo_bow
+        from vtfn_jax.train import train_and_evaluate
+
+        results = train_and_evaluate(demo_bow.get_config("runlocal"), "/tmp/vtfn_demo")
+    """
     return recipe.train_and_evaluate(config, workdir, declare)
 
 
 def cli() -> None:
+    """The command ``python -m vtfn_jax.train --config=FILE[:arg] --workdir=DIR`` (and the
+    console script ``vtfn-train``): parses the flags and calls :func:`train_and_evaluate`."""
     run_training_cli(train_and_evaluate)
 
 

@@ -50,7 +50,27 @@ class Bleu:
     def compute_score(
         self, gts: References, res: Candidates
     ) -> tuple[list[float], list[list[float]]]:
-        """Returns ([BLEU-1..n corpus], [per-caption BLEU-1 list, ..., BLEU-n list])."""
+        """Returns ([BLEU-1..n corpus], [per-caption BLEU-1 list, ..., BLEU-n list]).
+
+        Args:
+            gts: id -> reference captions, tokenized (tokens joined by spaces).
+            res: id -> a one-element list with the candidate, tokenized; only these ids
+                are scored, in their order.
+
+        Returns:
+            The corpus BLEU-1..n (clipped counts and lengths pooled over all captions),
+            and for each order the per-caption scores in the order of ``res``.
+
+        Raises:
+            capsim.errors.CaptionError: an id of ``res`` has no references, or not one
+                candidate (the error names the id).
+
+        >>> gts = {"1": ["a dog runs on the grass", "a brown dog is running"]}
+        >>> res = {"1": ["a dog is running on the grass"]}
+        >>> corpus, per_caption = Bleu(4).compute_score(gts, res)
+        >>> [round(score, 3) for score in corpus]
+        [1.0, 0.913, 0.693, 0.0]
+        """
         statistics = self.statistics(gts, res)
         per_caption = self.from_statistics(statistics)
         corpus = self.from_statistics(statistics.sum(axis=0, keepdims=True))

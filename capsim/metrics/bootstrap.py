@@ -85,10 +85,22 @@ def bootstrap(
 ) -> dict:
     """Scores, intervals and (with two or more systems) paired tests against the first.
 
-    ``systems`` maps a name to its metrics' rows, every system over the same images in
-    the same order. Returns ``{"systems": {name: {metric: {score, ci_low, ci_high}}},
-    "comparisons": {name: {metric: {delta, p_value, p_value_randomization}}}}`` plus the
-    settings, reproducible from ``seed``.
+    Args:
+        systems: a name -> its metrics' per-image rows (:class:`MetricRows`, as
+            ``COCOEvalCap.metric_rows`` holds them), every system over the same images in
+            the same order; the first is the one the others are compared with.
+        resamples: bootstrap resamples of the images (the same draws for every system,
+            so the differences are paired).
+        seed: the draws' seed; the same seed gives the same report.
+        confidence: the intervals' coverage.
+
+    Returns:
+        ``{"systems": {name: {metric: {score, ci_low, ci_high}}}, "comparisons": {name:
+        {metric: {delta, p_value, p_value_randomization}}}}`` plus the settings.
+
+    Raises:
+        ValueError: no system, ``resamples`` < 1, ``confidence`` outside (0, 1), or
+            systems over different images.
     """
     if resamples < 1:
         raise ValueError(f"resamples must be >= 1, got {resamples}")

@@ -53,7 +53,27 @@ class CiderD:
         self.idf = idf
 
     def compute_score(self, gts: References, res: Candidates) -> tuple[float, np.ndarray]:
-        """Returns (mean CIDEr-D, per-caption CIDEr-D)."""
+        """Returns (mean CIDEr-D, per-caption CIDEr-D).
+
+        Args:
+            gts: id -> reference captions, tokenized (tokens joined by spaces). Without a
+                corpus ``idf``, the document frequencies come from these references, so
+                one image alone scores 0 (pass ``idf`` for a handful of images).
+            res: id -> a one-element list with the candidate, tokenized.
+
+        Returns:
+            The mean over the candidates, and each candidate's CIDEr-D in the order of
+            ``res`` (a NumPy array).
+
+        >>> gts = {
+        ...     "1": ["a dog runs on the grass", "a brown dog is running"],
+        ...     "2": ["two cats sleep on a sofa", "cats asleep on the couch"],
+        ... }
+        >>> res = {"1": ["a dog is running on the grass"], "2": ["a cat sleeps on a sofa"]}
+        >>> corpus, per_caption = CiderD().compute_score(gts, res)
+        >>> round(corpus, 3), per_caption.round(3).tolist()
+        (2.216, [3.26, 1.173])
+        """
         scores = self.scores_of(pair_ngrams(gts, res, self.n))
         return float(scores.mean()), scores
 

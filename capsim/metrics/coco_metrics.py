@@ -181,8 +181,14 @@ def compute_caption_metrics(
     """Per-caption BLEU-1..4, METEOR (when its data files are installed: capsim's METEOR,
     no Java), ROUGE-L and CIDEr on tokenised captions.
 
-    Returns (metric -> per-caption scores in the order of ``res``, metric ->
-    reason it was skipped). SPICE is always among the skipped.
+    Args:
+        gts: id -> reference captions, tokenized (``capsim.metrics.tokenizer.ptb_tokenize``).
+        res: id -> a one-element list with the candidate, tokenized.
+        include_meteor: False skips METEOR (its first call in a process builds its tables).
+
+    Returns:
+        (metric -> per-caption scores in the order of ``res``, metric -> the reason it
+        was skipped). SPICE is always among the skipped.
     """
     skipped = {"SPICE": spice_unavailable_reason()}
     meteor_reason = meteor_unavailable_reason()

@@ -104,7 +104,25 @@ def _mean_of(name: str, future: concurrent.futures.Future) -> bootstrap.MetricRo
 
 class COCOEvalCap:
     """pycocoevalcap's evaluator: built from ``pycocotools`` ``COCO`` objects (or anything
-    with ``getImgIds()`` and ``imgToAnns``), scored on ``params["image_id"]``."""
+    with ``getImgIds()`` and ``imgToAnns``), scored on ``params["image_id"]``.
+
+    Args:
+        coco: the references, e.g. ``pycocotools.coco.COCO("captions_val2014.json")``
+            (``caption_files.load_files`` reads both files without pycocotools).
+        cocoRes: the results, one caption an image, e.g. ``coco.loadRes("results.json")``.
+        scorers: more metrics, name -> ``compute_score(gts, res)`` on the raw captions
+            (pycocoevalcap's contract); each becomes a column of ``.eval``.
+        cider_idf: CIDEr's document frequencies from a reference corpus (a COCO
+            annotations file or a JSON of image id -> references, or a loaded
+            ``CorpusIdf``) instead of the scored references (``capsim.metrics.cider_idf``).
+
+    Example::
+
+        evaluator = COCOEvalCap(coco, coco.loadRes("results.json"))
+        evaluator.params["image_id"] = evaluator.cocoRes.getImgIds()
+        evaluator.evaluate()
+        evaluator.eval["CIDEr"], evaluator.imgToEval[image_id]["METEOR"]
+    """
 
     def __init__(
         self,
@@ -146,7 +164,20 @@ class COCOEvalCap:
         return gts, res
 
     def evaluate(self, verbose: bool = True) -> None:
-        """Fills ``.eval`` (corpus scores), ``.imgToEval`` and ``.evalImgs``, as pycocoevalcap."""
+        """Fills ``.eval`` (corpus scores), ``.imgToEval`` and ``.evalImgs``, as pycocoevalcap.
+
+        Keys: ``Bleu_1`` .. ``Bleu_4``, ``METEOR``, ``ROUGE_L``, ``CIDEr``, ``SPICE`` (an
+        :class:`Unavailable` NaN naming why, unless pycocoevalcap's Java SPICE can run)
+        and one per extra scorer. An empty result caption scores 0 and is listed in
+        ``.empty_candidates``.
+
+        Args:
+            verbose: print each corpus score, and the empty captions, as pycocoevalcap.
+
+        Raises:
+            capsim.errors.CaptionError: an image of ``params["image_id"]`` has no reference,
+                no result, or more than one result (the error names the image).
+        """
         raw_gts, raw_res = self._captions()
         gts, res = ptb_tokenize(raw_gts), ptb_tokenize(raw_res)
         self.empty_candidates = [image for image, (caption,) in res.items() if not caption]
@@ -200,7 +231,23 @@ class COCOEvalCap:
         """Each metric's score with its bootstrap interval over images and, for each of
         ``others`` (evaluated on the same images), the difference to this system with a
         paired bootstrap and an approximate-randomization p-value; see capsim.metrics.bootstrap.
-        Call evaluate() on every evaluator first."""
+        Call evaluate() on every evaluator first.
+
+        Args:
+            resamples: bootstrap resamples of the images.
+            seed: the resamples' seed; the same seed gives the same report.
+            confidence: the intervals' coverage.
+            others: other systems' evaluators, by name, scored on the same images.
+            name: this system's name in the report.
+
+        Returns:
+            ``{"systems": {name: {metric: {score, ci_low, ci_high}}}, "comparisons":
+            {other: {metric: {delta, p_value, p_value_randomization}}}}`` and the settings
+            (:func:`capsim.metrics.bootstrap.bootstrap`).
+
+        Raises:
+            ValueError: an evaluator was not evaluated, or was scored on other images.
+        """
         systems = {name: self, **(others or {})}
         for other_name, evaluator in systems.items():
             if not evaluator.metric_rows:
@@ -228,7 +275,20 @@ def evaluate_systems(
 ) -> list[COCOEvalCap]:
     """Each results file scored against the annotations, all on the first file's images
     (so that they can be compared pairwise). Every file is read and checked before any is
-    scored: one that lacks an image of the first is refused, naming both."""
+    scored: one that lacks an image of the first is refused, naming both.
+
+    Args:
+        annotations: the COCO captions JSON of the references.
+        results: COCO results JSON files, ``[{"image_id": ..., "caption": ...}]``.
+        scorers: more metrics, as :class:`COCOEvalCap` takes them.
+        cider_idf: CIDEr's document frequencies from a corpus file, as :class:`COCOEvalCap`.
+
+    Returns:
+        One evaluated :class:`COCOEvalCap` per results file, in order.
+
+    Raises:
+        capsim.errors.DataFormatError: a file is malformed or lacks an image of the first.
+    """
     systems = [load_files(annotations, path) for path in results]
     images = systems[0][1].getImgIds()
     for path, (_, result_file) in zip(results[1:], systems[1:], strict=True):
@@ -273,7 +333,16 @@ def _write_scores(evaluator: COCOEvalCap, out: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None, scorers: Mapping[str, RawScorer] | None = None) -> int:
-    """The command; ``scorers`` as COCOEvalCap's (i2ce_jax.cocoeval passes I2CE)."""
+    """The command ``python -m capsim.metrics.cocoeval``; ``scorers`` as COCOEvalCap's
+    (i2ce_jax.cocoeval passes I2CE).
+
+    Args:
+        argv: the arguments (``sys.argv[1:]`` when None); ``--help`` lists them.
+        scorers: more metrics, as :class:`COCOEvalCap` takes them.
+
+    Returns:
+        The exit status: 0, or 1 after one line naming bad input.
+    """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--annotations", required=True, help="COCO captions JSON (references)")
     parser.add_argument(

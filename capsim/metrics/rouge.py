@@ -44,7 +44,21 @@ class Rouge:
         self.beta = beta
 
     def compute_score(self, gts: References, res: Candidates) -> tuple[float, np.ndarray]:
-        """Returns (mean ROUGE-L, per-caption ROUGE-L)."""
+        """Returns (mean ROUGE-L, per-caption ROUGE-L).
+
+        Args:
+            gts: id -> reference captions, tokenized (tokens joined by spaces).
+            res: id -> a one-element list with the candidate, tokenized.
+
+        Returns:
+            The mean over the candidates, and each candidate's ROUGE-L in the order of
+            ``res`` (a NumPy array).
+
+        >>> gts = {"1": ["a dog runs on the grass", "a brown dog is running"]}
+        >>> res = {"1": ["a dog is running on the grass"]}
+        >>> round(Rouge().compute_score(gts, res)[0], 3)
+        0.78
+        """
         _, candidates, references = paired_captions(gts, res)
         scores = np.array(
             [self._score(c, refs) for c, refs in zip(candidates, references, strict=True)]
