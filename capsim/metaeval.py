@@ -83,7 +83,16 @@ def _table(report: Mapping[str, dict], clusters: Mapping[str, int]) -> str:
 
 
 def verdict(entry: Mapping[str, float]) -> str:
-    """ "above", "below" or, when the interval of the difference holds 0, "level with"."""
+    """ "above", "below" or, when the interval of the difference holds 0, "level with".
+
+    Args:
+        entry: a comparison of the JSON report, with ``delta``, ``ci_low`` and ``ci_high``.
+
+    >>> verdict({"delta": 0.4, "ci_low": -0.2, "ci_high": 1.1})
+    'level with'
+    >>> verdict({"delta": 9.2, "ci_low": 7.9, "ci_high": 10.6})
+    'above'
+    """
     if entry["ci_low"] <= 0 <= entry["ci_high"]:
         return "level with"
     return "above" if entry["delta"] > 0 else "below"
@@ -126,7 +135,8 @@ def _finite_or_none(value):
 
 
 def sets_help() -> str:
-    """The published sets: name, what its PATH is, its statistic, its row ids."""
+    """The published sets: name, what its PATH is, its statistic, its row ids (the text that
+    ends ``--help``)."""
     sets = [JUDGMENT_SETS[name] for name in PUBLISHED_SETS]
     name_width = max(len(s.name) for s in sets)
     path_width = max(len(s.path) for s in sets)
@@ -141,7 +151,20 @@ def sets_help() -> str:
 
 
 def parse_specs(text: str) -> list[tuple[str, Path]]:
-    """``NAME:PATH[,NAME:PATH...]`` as (name, path) pairs, each name a published set."""
+    """``NAME:PATH[,NAME:PATH...]`` as (name, path) pairs, each name a published set.
+
+    Args:
+        text: the value of ``--judgments``.
+
+    Returns:
+        The (set name, path) pairs, in order.
+
+    Raises:
+        ValueError: an item is not ``NAME:PATH`` or names no published set.
+
+    >>> parse_specs("flickr8k_expert:data/flickr8k,pairs:long_pairs.jsonl")
+    [('flickr8k_expert', PosixPath('data/flickr8k')), ('pairs', PosixPath('long_pairs.jsonl'))]
+    """
     specs = []
     for item in filter(None, text.split(",")):
         name, sep, path = item.partition(":")
@@ -216,7 +239,19 @@ def _csv_rows(results: Mapping[str, dict]) -> str:
 
 
 def parser(description: str | None = None, epilog: str | None = None) -> argparse.ArgumentParser:
-    """The command's arguments; a face such as i2ce_jax.evaluate adds its own."""
+    """The command's arguments; a face such as i2ce_jax.evaluate adds its own.
+
+    Args:
+        description: the text above the options (the module docstring's first paragraph
+            when None).
+        epilog: the text below them (:func:`sets_help` when None).
+
+    Returns:
+        An ``argparse`` parser of ``--judgments``, ``--metric``, ``--scores``,
+        ``--metrics``, ``--references``, ``--bootstrap``, ``--permutations``,
+        ``--block_size``, ``--alpha``, ``--seed``, ``--baseline``, ``--out``, ``--csv`` and
+        ``--no_meteor``.
+    """
     parser = argparse.ArgumentParser(
         description=description or __doc__.split("\n\n")[0],
         epilog=epilog or sets_help(),
@@ -268,7 +303,26 @@ def run(
     model: str | None = None,
 ) -> int:
     """Judges the metrics on the sets of parsed ``args``; ``builtin_scorers`` names more
-    metrics (built only when chosen), as i2ce_jax.evaluate adds I2CE."""
+    metrics (built only when chosen), as i2ce_jax.evaluate adds I2CE.
+
+    Prints one table per set (and the comparisons with ``--baseline``), then writes the
+    JSON report (``--out``, replaced atomically) and the CSV beside it.
+
+    Args:
+        args: the arguments as :func:`parser` parses them.
+        builtin_scorers: metric name -> a zero-argument function returning an object with
+            pycocoevalcap's ``compute_score(gts, res)`` on raw captions.
+        model: recorded as ``"model"`` in the JSON report when given.
+
+    Returns:
+        The exit status, 0.
+
+    Raises:
+        ValueError: a bad option (a negative count, an unknown or clashing metric name, a
+            baseline not among the metrics).
+        capsim.errors.CapsimError: a judgment, reference or scores file is malformed (the
+            error names the file and row).
+    """
     builtin_scorers = dict(builtin_scorers or {})
     for flag in ("bootstrap", "permutations"):
         if getattr(args, flag) < 0:
@@ -355,6 +409,8 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
+    """``python -m capsim.metaeval`` on ``argv`` (``sys.argv[1:]`` when None): :func:`run`
+    on the parsed arguments; returns the exit status."""
     return run(parser().parse_args(argv))
 
 
