@@ -108,6 +108,22 @@ class Meteor:
     2 * PART_MIN_CAPTIONS captions is split into parts scored by up to ``threads``
     threads (default: ``$CAPSIM_METEOR_THREADS``, else the cores, at most
     MAX_THREADS); the statistics are the same either way.
+
+    Args:
+        threads: the most threads a call uses.
+
+    Raises:
+        MeteorResourceError: METEOR's data files are missing (install
+            ``pycocoevalcap==1.2``); the message says what to install.
+
+    Example::
+
+        from capsim.metrics.meteor import Meteor
+
+        corpus, per_caption = Meteor().compute_score(
+            {"1": ["a dog runs on the grass", "a brown dog is running"]},
+            {"1": ["a dog is running on the grass"]},
+        )
     """
 
     def __init__(self, threads: int | None = None) -> None:
@@ -121,7 +137,22 @@ class Meteor:
         return "METEOR"
 
     def compute_score(self, gts: References, res: Candidates) -> tuple[float, list[float]]:
-        """Returns (corpus METEOR, per-caption METEOR in the order of ``gts``)."""
+        """Returns (corpus METEOR, per-caption METEOR in the order of ``gts``).
+
+        Args:
+            gts: id -> reference captions (pycocoevalcap tokenizes them first; raw text
+                is normalised as the jar's ``-norm`` does).
+            res: id -> a one-element list with the candidate.
+
+        Returns:
+            The corpus METEOR (the jar's EVAL over the summed statistics) and each
+            caption's METEOR against its best reference.
+
+        Raises:
+            capsim.errors.CaptionError: an id in only one of ``gts`` and ``res``, not one
+                candidate, or a caption that is not a one-line string (the error names the
+                id).
+        """
         stats = self.statistics(gts, res)
         return meteor_from_stats(corpus_stats(stats)), statistics.scores(stats).tolist()
 
