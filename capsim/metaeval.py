@@ -83,10 +83,8 @@ def _table(report: Mapping[str, dict], clusters: Mapping[str, int]) -> str:
 
 
 def verdict(entry: Mapping[str, float]) -> str:
-    """ "above", "below" or, when the interval of the difference holds 0, "level with".
-
-    Args:
-        entry: a comparison of the JSON report, with ``delta``, ``ci_low`` and ``ci_high``.
+    """ "above", "below" or, when the interval of the difference holds 0, "level with", of a
+    comparison of the JSON report (``delta``, ``ci_low``, ``ci_high``).
 
     >>> verdict({"delta": 0.4, "ci_low": -0.2, "ci_high": 1.1})
     'level with'
@@ -151,16 +149,8 @@ def sets_help() -> str:
 
 
 def parse_specs(text: str) -> list[tuple[str, Path]]:
-    """``NAME:PATH[,NAME:PATH...]`` as (name, path) pairs, each name a published set.
-
-    Args:
-        text: the value of ``--judgments``.
-
-    Returns:
-        The (set name, path) pairs, in order.
-
-    Raises:
-        ValueError: an item is not ``NAME:PATH`` or names no published set.
+    """``--judgments NAME:PATH[,NAME:PATH...]`` as (name, path) pairs, in order; a
+    ValueError when an item is not ``NAME:PATH`` or names no published set.
 
     >>> parse_specs("flickr8k_expert:data/flickr8k,pairs:long_pairs.jsonl")
     [('flickr8k_expert', PosixPath('data/flickr8k')), ('pairs', PosixPath('long_pairs.jsonl'))]
@@ -239,19 +229,9 @@ def _csv_rows(results: Mapping[str, dict]) -> str:
 
 
 def parser(description: str | None = None, epilog: str | None = None) -> argparse.ArgumentParser:
-    """The command's arguments; a face such as i2ce_jax.evaluate adds its own.
-
-    Args:
-        description: the text above the options (the module docstring's first paragraph
-            when None).
-        epilog: the text below them (:func:`sets_help` when None).
-
-    Returns:
-        An ``argparse`` parser of ``--judgments``, ``--metric``, ``--scores``,
-        ``--metrics``, ``--references``, ``--bootstrap``, ``--permutations``,
-        ``--block_size``, ``--alpha``, ``--seed``, ``--baseline``, ``--out``, ``--csv`` and
-        ``--no_meteor``.
-    """
+    """The command's ``argparse`` parser; a face such as i2ce_jax.evaluate adds its own
+    arguments. ``description`` and ``epilog`` (the text above and below the options)
+    default to the module docstring's first paragraph and :func:`sets_help`."""
     parser = argparse.ArgumentParser(
         description=description or __doc__.split("\n\n")[0],
         epilog=epilog or sets_help(),
@@ -305,23 +285,18 @@ def run(
     """Judges the metrics on the sets of parsed ``args``; ``builtin_scorers`` names more
     metrics (built only when chosen), as i2ce_jax.evaluate adds I2CE.
 
-    Prints one table per set (and the comparisons with ``--baseline``), then writes the
-    JSON report (``--out``, replaced atomically) and the CSV beside it.
+    Prints one table per set and the comparisons with ``--baseline``, writes the JSON
+    (``--out``, atomically) and the CSV beside it; returns the exit status, 0.
 
     Args:
         args: the arguments as :func:`parser` parses them.
-        builtin_scorers: metric name -> a zero-argument function returning an object with
+        builtin_scorers: name -> a zero-argument function returning an object with
             pycocoevalcap's ``compute_score(gts, res)`` on raw captions.
-        model: recorded as ``"model"`` in the JSON report when given.
-
-    Returns:
-        The exit status, 0.
+        model: recorded as ``"model"`` in the JSON when given.
 
     Raises:
-        ValueError: a bad option (a negative count, an unknown or clashing metric name, a
-            baseline not among the metrics).
-        capsim.errors.CapsimError: a judgment, reference or scores file is malformed (the
-            error names the file and row).
+        ValueError: a bad option (a negative count, an unknown or clashing metric name).
+        capsim.errors.CapsimError: a malformed file (the error names the file and row).
     """
     builtin_scorers = dict(builtin_scorers or {})
     for flag in ("bootstrap", "permutations"):
@@ -409,8 +384,7 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m capsim.metaeval`` on ``argv`` (``sys.argv[1:]`` when None): :func:`run`
-    on the parsed arguments; returns the exit status."""
+    """:func:`run` on ``argv`` (``sys.argv[1:]`` when None); returns the exit status."""
     return run(parser().parse_args(argv))
 
 

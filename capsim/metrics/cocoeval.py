@@ -107,21 +107,16 @@ class COCOEvalCap:
     with ``getImgIds()`` and ``imgToAnns``), scored on ``params["image_id"]``.
 
     Args:
-        coco: the references, e.g. ``pycocotools.coco.COCO("captions_val2014.json")``
-            (``caption_files.load_files`` reads both files without pycocotools).
-        cocoRes: the results, one caption an image, e.g. ``coco.loadRes("results.json")``.
+        coco: the references, e.g. ``COCO("captions_val2014.json")`` of pycocotools
+            (or ``caption_files.load_files``, without pycocotools).
+        cocoRes: the results, one caption an image: ``coco.loadRes("results.json")``.
         scorers: more metrics, name -> ``compute_score(gts, res)`` on the raw captions
             (pycocoevalcap's contract); each becomes a column of ``.eval``.
         cider_idf: CIDEr's document frequencies from a reference corpus (a COCO
             annotations file or a JSON of image id -> references, or a loaded
             ``CorpusIdf``) instead of the scored references (``capsim.metrics.cider_idf``).
 
-    Example::
-
-        evaluator = COCOEvalCap(coco, coco.loadRes("results.json"))
-        evaluator.params["image_id"] = evaluator.cocoRes.getImgIds()
-        evaluator.evaluate()
-        evaluator.eval["CIDEr"], evaluator.imgToEval[image_id]["METEOR"]
+    The module's docstring shows the calls, as pycocoevalcap's users make them.
     """
 
     def __init__(
@@ -234,16 +229,12 @@ class COCOEvalCap:
         Call evaluate() on every evaluator first.
 
         Args:
-            resamples: bootstrap resamples of the images.
-            seed: the resamples' seed; the same seed gives the same report.
-            confidence: the intervals' coverage.
+            resamples, seed, confidence: as :func:`capsim.metrics.bootstrap.bootstrap`.
             others: other systems' evaluators, by name, scored on the same images.
             name: this system's name in the report.
 
         Returns:
-            ``{"systems": {name: {metric: {score, ci_low, ci_high}}}, "comparisons":
-            {other: {metric: {delta, p_value, p_value_randomization}}}}`` and the settings
-            (:func:`capsim.metrics.bootstrap.bootstrap`).
+            The report of :func:`capsim.metrics.bootstrap.bootstrap`.
 
         Raises:
             ValueError: an evaluator was not evaluated, or was scored on other images.
@@ -336,12 +327,8 @@ def main(argv: Sequence[str] | None = None, scorers: Mapping[str, RawScorer] | N
     """The command ``python -m capsim.metrics.cocoeval``; ``scorers`` as COCOEvalCap's
     (i2ce_jax.cocoeval passes I2CE).
 
-    Args:
-        argv: the arguments (``sys.argv[1:]`` when None); ``--help`` lists them.
-        scorers: more metrics, as :class:`COCOEvalCap` takes them.
-
-    Returns:
-        The exit status: 0, or 1 after one line naming bad input.
+    ``argv``: the arguments (``sys.argv[1:]`` when None; ``--help`` lists them). Returns
+    the exit status: 0, or 1 after one line naming bad input.
     """
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--annotations", required=True, help="COCO captions JSON (references)")
