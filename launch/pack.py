@@ -18,7 +18,9 @@ measured faster for the backend and the model; each member's results.json and lo
 which, under ``"pack"``.
 
 In turn, a member that fails is recorded (its log holds the traceback) and the next one
-runs; vmapped, an error stops the group. A SIGTERM saves the running members'
+runs; vmapped, an error stops the group. Members whose folder already holds results.json
+are skipped, so rerunning the same command (a requeued SLURM array task) resumes the
+pack; a pack left with one member runs it in turn, as the solo run it is. A SIGTERM saves the running members'
 checkpoints, as a solo run does, and ends the pack: the next sweep resumes them all.
 """
 
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from capsim.config_lib import MEMBER_MODES
+from capsim.workdir import RESULTS_FILE
 
 # Override keys whose values may differ between the members of one pack: the rest
 # (encoder, sizes, loss kind, batch size, data) set a shape or a function.
@@ -136,6 +139,14 @@ def run_pack(
     from capsim.logs import setup_logging
     from capsim.train.recipe import train_and_evaluate_pack
 
+    done = [d for d in job_dirs if (d / RESULTS_FILE).exists()]
+    if done:  # a rerun of the same pack (a requeued array task): finished members stay
+        print(f"already done, skipped: {', '.join(d.name for d in done)}", flush=True)
+    job_dirs = [d for d in job_dirs if d not in done]
+    if not job_dirs:
+        return 0
+    if len(job_dirs) == 1:
+        mode = "in turn"  # one member is a solo run, to the bit
     config_file, _, arg = config.partition(":")
     module = load_config_module(config_file)
     declare = importlib.import_module(train_module).declare

@@ -44,9 +44,11 @@ from pathlib import Path
 
 from capsim.config_lib import apply_overrides
 from capsim.workdir import RESULTS_FILE
+from launch import slurm
 from launch.aggregate import JOB_FILE, LOG_FILE, aggregate
 from launch.pack import add_member_mode_flag, load_config_module, shape_of
 
+REPO = Path(__file__).resolve().parent.parent  # array tasks run from here (python -m launch.pack)
 CONFIG_PREFIX = "config."
 OVERRIDES_FILE = "overrides.json"
 MEM_FRACTION = "XLA_PYTHON_CLIENT_MEM_FRACTION"
@@ -60,6 +62,9 @@ GPU_MEMORY_SHARE = 0.9
 MAX_NAME_CHARS = 200
 NAME_HASH_CHARS = 8
 UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._+=,-]")
+LOCAL, SLURM = "local", "slurm"
+CLUSTERS = (LOCAL, SLURM)
+DEFAULT_POLL_SECONDS = 30.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -221,6 +226,22 @@ def packs(jobs: Sequence[Job], size: int) -> list[list[Job]]:
     return [group[k : k + size] for group in groups.values() for k in range(0, len(group), size)]
 
 
+def pack_command(
+    task: Sequence[Job],
+    train_module: str,
+    config: str,
+    workdir: Path,
+    member_mode: str = "auto",
+    fit_memory: bool = False,
+) -> list[str]:
+    """The command that trains ``task``'s jobs as one pack, locally or as an array task."""
+    command = [sys.executable, "-m", "launch.pack", f"--train_module={train_module}"]
+    command += [f"--config={config}", f"--member_mode={member_mode}"]
+    if fit_memory:
+        command.append("--fit_memory")
+    return command + [str(workdir / job.name) for job in task]
+
+
 def run_members(
     task: Sequence[Job],
     train_module: str,
@@ -232,10 +253,7 @@ def run_members(
 ) -> list[bool]:
     """One process trains the jobs of ``task`` as a pack (launch.pack); each member's output
     goes to its own log.txt, the process's own lines to ``packs/<first member>.log``."""
-    dirs = [str(workdir / job.name) for job in task]
-    command = [sys.executable, "-m", "launch.pack", f"--train_module={train_module}"]
-    command += [f"--config={config}", f"--member_mode={member_mode}"]
-    command += ["--fit_memory", *dirs] if fit_memory else dirs
+    command = pack_command(task, train_module, config, workdir, member_mode, fit_memory)
     names = [job.name for job in task]
     for job in task:
         _prepare(job, workdir, command, pack=names)
@@ -254,6 +272,79 @@ def run_members(
     return ok
 
 
+def send_to_slurm(
+    workdir: Path,
+    tasks: Sequence[Sequence[Job]],
+    commands: Sequence[list[str]],
+    resources: slurm.Resources,
+    grid_facts: Mapping[str, str],
+    metrics: Mapping[str, Sequence[str]],
+    wait: bool,
+    poll_seconds: float,
+) -> int:
+    """Submits the packs as one job array (nothing when every job is done); with ``wait``,
+    follows it and writes the table. Returns the number of failed jobs (0 when not waiting)."""
+    if tasks:
+        array_tasks = []
+        for index, (task, command) in enumerate(zip(tasks, commands, strict=True)):
+            names = [job.name for job in task]
+            for job in task:
+                _prepare(job, workdir, command, pack=names, slurm={"task": index})
+            array_tasks.append(slurm.Task(command, [workdir.resolve() / n for n in names]))
+        array_id = slurm.submit(workdir, array_tasks, resources, REPO, grid_facts)
+        for task_index, task in enumerate(tasks):
+            for job in task:
+                path = workdir / job.name / JOB_FILE
+                record = json.loads(path.read_text())
+                record["slurm"] = {"array_job_id": array_id, "task": task_index}
+                _write_json(path, record)
+        throttle = f", at most {resources.max_running} at once" if resources.max_running else ""
+        print(
+            f"submitted job array {array_id}: {len(tasks)} tasks{throttle} "
+            f"(script {workdir / slurm.GRID_DIR}, their output in "
+            f"{workdir / slurm.GRID_DIR / slurm.TASK_LOGS})",
+            flush=True,
+        )
+        if not wait:
+            print(f"follow it: python -m launch.sweep --status --workdir={workdir} [--wait]")
+            return 0
+    return finish_slurm_grid(workdir, metrics, poll_seconds if wait else None)
+
+
+def finish_slurm_grid(
+    workdir: Path, metrics: Mapping[str, Sequence[str]], poll_seconds: float | None
+) -> int:
+    """Shows each job's state (following the grid to its end when ``poll_seconds`` is
+    given); once no task is queued, records the ended jobs and writes the table.
+    Returns the number of failed jobs."""
+    if poll_seconds is None:
+        rows = slurm.job_states(workdir)
+    else:
+        rows = slurm.follow(workdir, poll_seconds)
+    slurm.print_states(rows)
+    if any(row["state"] in ("running", "requeued", "pending", "unknown") for row in rows):
+        return 0
+    slurm.mark_ended(workdir, rows)
+    aggregate(workdir, metrics)
+    print(f"wrote {workdir / 'results.csv'} and {workdir / 'results.md'}")
+    return sum(row["state"] == "failed" for row in rows)
+
+
+def grid_status(workdir: str | Path, wait: bool, poll_seconds: float) -> int:
+    """``--status``: the jobs of the grid in ``workdir``; the table once all have ended."""
+    workdir = Path(workdir)
+    record = slurm.read_record(workdir)
+    if "config" not in record:
+        if not any(workdir.glob(f"*/{JOB_FILE}")):
+            raise FileNotFoundError(f"{workdir} holds no grid (no job folders)")
+        slurm.print_states(slurm.job_states(workdir))  # a local grid: its folders
+        return 0
+    metrics = load_config_module(
+        Path(record["cwd"]) / record["config"].partition(":")[0]
+    ).METRICS
+    return finish_slurm_grid(workdir, metrics, poll_seconds if wait else None)
+
+
 def _format_seconds(seconds: float) -> str:
     minutes, seconds = divmod(round(seconds), 60)
     hours, minutes = divmod(minutes, 60)
@@ -269,14 +360,22 @@ def run_sweep(
     train_module: str | None = None,
     pack: int | str = DEFAULT_PACK,
     member_mode: str = "auto",
+    cluster: str = LOCAL,
+    resources: slurm.Resources | None = None,
+    wait: bool = False,
+    poll_seconds: float = DEFAULT_POLL_SECONDS,
 ) -> int:
     """Expands and runs the grid; returns the number of failed jobs. ``pack`` > 1 trains up
     to that many jobs a process (launch.pack, its members ``member_mode``), ``jobs``
-    processes at once."""
+    processes at once. ``cluster="slurm"`` sends the same packs as one SLURM job array
+    instead (launch.slurm, ``resources`` each task's), and with ``wait`` follows it to
+    the end and writes the table; without, it returns 0 once the array is queued."""
     fit_memory = pack == AUTO_PACK  # every member of a shape in one process, as many as fit
     pack = sys.maxsize if fit_memory else int(pack)
     if jobs < 1 or pack < 1:
         raise ValueError(f"--jobs and --pack must be >= 1 (or --pack auto), got {jobs} and {pack}")
+    if cluster not in CLUSTERS:
+        raise ValueError(f"--cluster {cluster!r}: expected one of {CLUSTERS}")
     config_file, _, arg = config.partition(":")
     if runlocal:
         arg = _merge_arg(arg, {"runlocal": True})
@@ -285,16 +384,31 @@ def run_sweep(
     train_module = train_module or module.TRAIN_MODULE
     config = f"{config_file}:{arg}" if arg else config_file
     workdir = Path(workdir)
+    if cluster == SLURM:  # before anything is written: a clear error, nothing submitted
+        config = f"{Path(config_file).resolve()}:{arg}" if arg else str(Path(config_file).resolve())
+        resources = resources or slurm.Resources()
+        slurm.check_options(resources)
+        slurm.check_not_owned(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     pending = [job for job in grid if not (workdir / job.name / RESULTS_FILE).exists()]
     done = len(grid) - len(pending)
     if max_runs is not None:
         pending = pending[:max_runs]
-    print(f"grid of {len(grid)}: {done} already done, running {len(pending)}", flush=True)
+    verb = "sending" if cluster == SLURM else "running"
+    print(f"grid of {len(grid)}: {done} already done, {verb} {len(pending)}", flush=True)
     tasks = packs(pending, pack) if pack > 1 else [[job] for job in pending]
     if pack > 1:
         size = "as many as fit in memory (auto)" if fit_memory else f"up to {pack}"
         print(f"{len(tasks)} processes of {size} members each ({member_mode})", flush=True)
+    if cluster == SLURM:
+        commands = [
+            pack_command(task, train_module, config, workdir, member_mode, fit_memory)
+            for task in tasks
+        ]
+        grid_facts = {"config": config, "cwd": os.getcwd(), "train_module": train_module}
+        return send_to_slurm(
+            workdir, tasks, commands, resources, grid_facts, module.METRICS, wait, poll_seconds
+        )
     failed = []
     start = time.monotonic()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=jobs)
@@ -332,11 +446,66 @@ def run_sweep(
     return len(failed)
 
 
+def _slurm_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(
+        "SLURM (--cluster=slurm)", "what each array task asks for; see launch/slurm.py"
+    )
+    group.add_argument("--partition", default=None)
+    group.add_argument("--time", default=None, help="each task's time limit, e.g. 4:00:00")
+    group.add_argument("--gpus_per_task", type=int, default=None)
+    group.add_argument("--cpus_per_task", type=int, default=None)
+    group.add_argument("--mem", default=None, help="e.g. 32G")
+    group.add_argument("--account", default=None)
+    group.add_argument(
+        "--slurm",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other sbatch option, e.g. --slurm qos=high --slurm constraint=a100 (repeat)",
+    )
+    group.add_argument(
+        "--max_running", type=int, default=None, help="tasks running at once (the array's %%N)"
+    )
+    group.add_argument(
+        "--signal_seconds",
+        type=int,
+        default=slurm.Resources.signal_seconds,
+        help="SIGUSR1 this long before a task's time limit: its members save, it requeues",
+    )
+    group.add_argument(
+        "--max_requeues",
+        type=int,
+        default=slurm.Resources.max_requeues,
+        help="a task requeues itself at its time limit at most this many times",
+    )
+    group.add_argument(
+        "--wait", action="store_true", help="follow the grid to its end, then write the table"
+    )
+    group.add_argument(
+        "--status",
+        action="store_true",
+        help="show each job of the grid in --workdir (done, running, pending, requeued, "
+        "failed); writes the table once every job has ended",
+    )
+    group.add_argument(
+        "--poll_seconds",
+        type=float,
+        default=DEFAULT_POLL_SECONDS,
+        help="how often --wait asks the scheduler",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", required=True, help="sweep config file[:arg]")
+    parser.add_argument("--config", default=None, help="sweep config file[:arg] (required)")
     parser.add_argument("--workdir", required=True, help="one folder per job goes here")
-    parser.add_argument("--jobs", type=int, default=1, help="jobs running at once")
+    parser.add_argument(
+        "--cluster",
+        choices=CLUSTERS,
+        default=LOCAL,
+        help="local: processes on this machine; slurm: one SLURM job array, a task a pack",
+    )
+    parser.add_argument("--jobs", type=int, default=1, help="jobs running at once (local)")
     parser.add_argument("--max_runs", type=int, default=None, help="run at most this many jobs")
     parser.add_argument(
         "--runlocal", action="store_true", help="tiny jobs (adds runlocal to the arg)"
@@ -353,17 +522,42 @@ def main(argv: Sequence[str] | None = None) -> int:
         "members split into programs that fit the device's memory",
     )
     add_member_mode_flag(parser)
+    _slurm_flags(parser)
     args = parser.parse_args(argv)
-    failed = run_sweep(
-        args.config,
-        args.workdir,
-        args.jobs,
-        args.max_runs,
-        args.runlocal,
-        args.train_module,
-        args.pack,
-        args.member_mode,
-    )
+    try:
+        if args.status:
+            return 1 if grid_status(args.workdir, args.wait, args.poll_seconds) else 0
+        if args.config is None:
+            parser.error("--config is required (unless --status)")
+        resources = slurm.Resources(
+            partition=args.partition,
+            time=args.time,
+            gpus_per_task=args.gpus_per_task,
+            cpus_per_task=args.cpus_per_task,
+            mem=args.mem,
+            account=args.account,
+            extra=slurm.parse_slurm_options(args.slurm),
+            max_running=args.max_running,
+            signal_seconds=args.signal_seconds,
+            max_requeues=args.max_requeues,
+        )
+        failed = run_sweep(
+            args.config,
+            args.workdir,
+            args.jobs,
+            args.max_runs,
+            args.runlocal,
+            args.train_module,
+            args.pack,
+            args.member_mode,
+            args.cluster,
+            resources,
+            args.wait,
+            args.poll_seconds,
+        )
+    except (slurm.SlurmError, FileNotFoundError) as error:
+        print(f"launch.sweep: {error}", file=sys.stderr)
+        return 2
     return 1 if failed else 0
 
 
