@@ -2,12 +2,14 @@
 the built-in metrics.
 
     python -m i2ce_jax.evaluate --judgments NAME:PATH[,NAME:PATH...]
-        [--model base|large|research | --checkpoint W] [capsim.metaeval's arguments]
+        [--model base|large|research | --checkpoint W] [--sentences auto|whole|sentences]
+        [capsim.metaeval's arguments]
 
 Everything but the I2CE column is ``python -m capsim.metaeval``: its ``--help`` and its
 docstring say what each set, statistic and test is. The I2CE model is the packaged
 ``--model`` (default ``base``) or a training workdir (``--checkpoint``); it is loaded
-only when I2CE is among ``--metrics``. The report goes to ``--out`` (default
+only when I2CE is among ``--metrics``. ``--sentences`` and its companions choose how
+captions of several sentences are scored, as in ``i2ce_jax.score`` (docs/long_captions.md). The report goes to ``--out`` (default
 i2ce_evaluation.json) and its CSV beside it.
 """
 
@@ -17,6 +19,7 @@ from capsim import metaeval
 from capsim.cli import run_command
 from capsim.eval.plugged_metrics import ComputeScore
 from i2ce_jax import pretrained
+from i2ce_jax.score import add_sentence_arguments, sentence_options
 from i2ce_jax.scorer import I2CEScorer
 
 
@@ -29,13 +32,15 @@ def main(argv: list[str] | None = None) -> int:
         help="packaged model (research: non-commercial terms, see its MODEL_CARD.md)",
     )
     parser.add_argument("--checkpoint", default=None, help="an I2CE training workdir instead")
+    add_sentence_arguments(parser)
     parser.set_defaults(out="i2ce_evaluation.json")
     args = parser.parse_args(argv)
+    options = sentence_options(args)
 
     def i2ce() -> ComputeScore:
         if args.checkpoint:
-            return I2CEScorer.from_checkpoint(args.checkpoint).compute_score
-        return I2CEScorer.pretrained(args.model).compute_score
+            return I2CEScorer.from_checkpoint(args.checkpoint, **options).compute_score
+        return I2CEScorer.pretrained(args.model, **options).compute_score
 
     return metaeval.run(args, {"I2CE": i2ce}, model=args.checkpoint or args.model)
 

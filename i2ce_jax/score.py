@@ -2,12 +2,15 @@
 
     python -m i2ce_jax.score --refs refs.json --cands cands.json [--out scores.json]
         [--model base|large|research | --checkpoint WORKDIR] [--pooling top-3]
+        [--sentences auto|whole|sentences] [--aggregation mean] [--weighting none] [--beta 1]
 
 ``refs.json``: ``{"<image id>": ["reference", ...], ...}``.
 ``cands.json``: COCO results style, ``[{"image_id": <id>, "caption": "..."}, ...]``.
 Writes ``{"method", "model", "pooling", "corpus_score", "empty_candidates",
 "empty_candidate_indices", "scores": [{"image_id", "caption", "score",
-"reference_similarities"}]}``. Every candidate gets a score (an empty one 0.0,
+"reference_similarities", "way"}]}`` (``way``: "whole" or "sentences", see
+docs/long_captions.md; by sentences, ``reference_similarities`` are each reference's F
+and ``reference_precision``/``reference_recall`` its parts). Every candidate gets a score (an empty one 0.0,
 counted in ``empty_candidates``); malformed files, an image without references
 and non-string captions are errors naming the file and entry, and the output
 file is replaced atomically, so an error never leaves a half-written file.
@@ -20,11 +23,13 @@ import json
 import sys
 from typing import Any
 
+import numpy as np
+
 from capsim.cli import run_command
 from capsim.data.captions import read_candidates_json, read_references_json, write_json_atomically
 from capsim.errors import CaptionError
 from i2ce_jax import pretrained
-from i2ce_jax.scorer import I2CEScorer
+from i2ce_jax.scorer import SENTENCE_MODES, WEIGHTINGS, I2CEScorer
 
 
 def score_files(
@@ -38,26 +43,57 @@ def score_files(
             raise CaptionError(key, f"image {image_id!r} has no references in --refs")
         gts[key], res[key] = refs[image_id], [caption]
     result = scorer.score(gts, res)
-    rows = [
-        {
+    rows = []
+    for i, ((image_id, caption), score, row, mask, way) in enumerate(
+        zip(cands, result.scores, result.similarities, result.mask, result.ways, strict=True)
+    ):
+        entry = {
             "image_id": image_id,
             "caption": caption,
             "score": float(score),
             "reference_similarities": [float(s) for s in row[mask]],
+            "way": way,
         }
-        for (image_id, caption), score, row, mask in zip(
-            cands, result.scores, result.similarities, result.mask, strict=True
-        )
-    ]
+        if way == "sentences" and not np.isnan(result.precision[i][mask]).all():
+            entry["reference_precision"] = [float(s) for s in result.precision[i][mask]]
+            entry["reference_recall"] = [float(s) for s in result.recall[i][mask]]
+        rows.append(entry)
     empty = [keys.index(k) for k in result.empty_candidates]
     return {
         "method": "I2CE",
         "pooling": scorer.pooling,
+        "sentences": scorer.sentences,
+        "by_sentences": sum(way == "sentences" for way in result.ways),
         "corpus_score": result.corpus_score,
         "empty_candidates": len(empty),
         "empty_candidate_indices": empty,
         "scores": rows,
     }
+
+
+def add_sentence_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of scoring by sentences (issue 60), shared by the commands."""
+    parser.add_argument(
+        "--sentences",
+        default="auto",
+        choices=SENTENCE_MODES,
+        help="auto: a caption of several sentences (or with such references) is aligned "
+        "sentence by sentence, one sentence scores as before; whole/sentences force a way",
+    )
+    parser.add_argument(
+        "--aggregation", default=None, help="over sentences: mean, min or softmin-T"
+    )
+    parser.add_argument("--weighting", default=None, choices=WEIGHTINGS)
+    parser.add_argument("--beta", type=float, default=None, help="F-beta of the alignment")
+
+
+def sentence_options(args: argparse.Namespace) -> dict[str, Any]:
+    """``I2CEScorer`` keyword arguments of ``add_sentence_arguments``' flags."""
+    options: dict[str, Any] = {"sentences": args.sentences}
+    for name in ("aggregation", "weighting", "beta"):
+        if getattr(args, name) is not None:
+            options[name] = getattr(args, name)
+    return options
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,12 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--pooling", default=None, help="top-1..top-5, mean or max (default: the model's)"
     )
+    add_sentence_arguments(parser)
     args = parser.parse_args(argv)
     refs, cands = (
         read_references_json(args.refs),
         read_candidates_json(args.cands),
     )  # bad files fail before loading
     kwargs = {"pooling": args.pooling} if args.pooling else {}
+    kwargs.update(sentence_options(args))
     if args.checkpoint:
         scorer = I2CEScorer.from_checkpoint(args.checkpoint, **kwargs)
     else:

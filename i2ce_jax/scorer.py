@@ -12,6 +12,14 @@ A candidate is what is being judged, so any candidate gets a score: any length
 Malformed input stays an error that names the id: a candidate id without
 references, an empty reference list or reference, a caption that is not a string.
 Each distinct sentence of a call is encoded once.
+
+A caption of several sentences is scored by sentences (issue 60, docs/long_captions.md):
+with ``sentences="auto"`` (the default) a candidate goes *whole* when it and each of its
+references are one sentence (capsim.metrics.tokenizer.split_sentences), exactly as
+before, and *by sentences* otherwise: each reference's score is the F of a sentence
+alignment (capsim.metrics.sentence_alignment), and those are pooled over references as
+before. ``sentences="whole"`` or ``"sentences"`` forces either way; ``Scores.ways``
+records the way each caption went.
 """
 
 from __future__ import annotations
@@ -30,11 +38,18 @@ from capsim import text
 from capsim.checkpoints import find_model_checkpoint, restore_model
 from capsim.embed import Embedded, embed_sentences, module_encoder
 from capsim.errors import CaptionError, CheckpointError
-from capsim.metrics.pooling import pool_similarities
+from capsim.metrics.pooling import pool_similarities, top_k_of_mode
+from capsim.metrics.sentence_alignment import align, check_aggregation
+from capsim.metrics.tokenizer import split_sentences
 from capsim.workdir import CONFIG_FILE, VOCAB_FILE, load_config
 from i2ce_jax.model import build_model
 
 ZERO_NORM = 1e-8
+WHOLE, SENTENCES, AUTO = "whole", "sentences", "auto"
+SENTENCE_MODES = (AUTO, WHOLE, SENTENCES)
+WEIGHTINGS = ("none", "length")
+# Candidates aligned per NumPy block: [block, refs, M, S] similarities stay small.
+ALIGN_BLOCK = 256
 
 
 @dataclasses.dataclass
@@ -51,6 +66,11 @@ class Scores:
     similarities: np.ndarray
     mask: np.ndarray
     empty_candidates: list
+    # "whole" or "sentences" per candidate; for the latter ``similarities`` holds each
+    # reference's F, and ``precision``/``recall`` [N, R] its parts (NaN elsewhere).
+    ways: list[str] = dataclasses.field(default_factory=list)
+    precision: np.ndarray | None = None
+    recall: np.ndarray | None = None
 
     @property
     def corpus_score(self) -> float:
@@ -117,6 +137,95 @@ class SentenceTable:
         return cls(keys, list(unique), names, cand_rows, ref_rows)
 
 
+def _caption_text(caption: str | bytes, name: object) -> str:
+    """A caption as text; bytes must be UTF-8."""
+    if isinstance(caption, bytes):
+        try:
+            return caption.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise CaptionError(name, f"bytes are not valid UTF-8 ({error})") from error
+    return caption
+
+
+@dataclasses.dataclass
+class AlignedRows:
+    """The captions that go by sentences, as rows of the call's embedded sentences.
+
+    ``candidate_rows`` [n, M] and ``reference_rows`` [n, R, S] index the call's sentences
+    (-1 for padding); ``texts`` and ``names`` are those sentences and their error names.
+    """
+
+    keys: list
+    candidate_rows: np.ndarray
+    reference_rows: np.ndarray
+    texts: list[str]
+    names: list[str]
+
+    @property
+    def width(self) -> int:
+        return self.reference_rows.shape[1]
+
+
+@dataclasses.dataclass
+class SentencePlan:
+    """Which candidates go by sentences, and their and their references' sentences."""
+
+    aligned: dict  # key -> (candidate sentences, [reference sentences, ...])
+
+    @classmethod
+    def of(cls, gts: Mapping, res: Mapping, mode: str) -> SentencePlan:
+        """Splits every caption once; ``mode`` as ``I2CEScorer``'s ``sentences``."""
+        if mode == WHOLE:
+            return cls({})
+        memo: dict[object, list[str]] = {}
+
+        def split(caption: str | bytes, name: str) -> list[str]:
+            if caption not in memo:
+                memo[caption] = split_sentences(_caption_text(caption, name))
+            return memo[caption]
+
+        aligned = {}
+        for key in res:
+            candidate = split(res[key][0], str(key))
+            if not candidate:
+                continue  # empty: scored 0.0 on the whole way
+            refs = [split(ref, f"{key}/ref{j}") for j, ref in enumerate(gts[key])]
+            several = len(candidate) > 1 or any(len(r) > 1 for r in refs)
+            if mode == SENTENCES or several:
+                for j, r in enumerate(refs):
+                    if not r:
+                        raise CaptionError(f"{key}/ref{j}", "reference is empty or whitespace only")
+                aligned[key] = (candidate, refs)
+        return cls(aligned)
+
+    def rows(self, strings: list, names: list[str]) -> AlignedRows:
+        """Appends the plan's distinct sentences to ``strings``/``names`` (the call's
+        sentences to embed) and returns where each caption's sentences sit."""
+        unique = {s: i for i, s in enumerate(strings)}
+
+        def row_of(sentence: str, name: str) -> int:
+            if sentence not in unique:
+                unique[sentence] = len(strings)
+                strings.append(sentence)
+                names.append(name)
+            return unique[sentence]
+
+        keys = list(self.aligned)
+        most = max(len(c) for c, _ in self.aligned.values())
+        width = max(len(r) for _, r in self.aligned.values())
+        longest = max(len(s) for _, refs in self.aligned.values() for s in refs)
+        cand = np.full((len(keys), most), -1, np.int64)
+        ref = np.full((len(keys), width, longest), -1, np.int64)
+        for i, key in enumerate(keys):
+            candidate, refs = self.aligned[key]
+            for m, sentence in enumerate(candidate):
+                cand[i, m] = row_of(sentence, f"{key}/s{m}")
+            for j, sentences in enumerate(refs):
+                for k, sentence in enumerate(sentences):
+                    ref[i, j, k] = row_of(sentence, f"{key}/ref{j}/s{k}")
+        return AlignedRows(keys, cand, ref, strings, names)
+
+
 def _unit_vectors(embedded: Embedded, ids: Sequence[object] | None) -> np.ndarray:
     """Unit vectors [N, H] of ``unit_vectors_and_norms`` rows; a zero vector is an error
     (its similarity is undefined) unless the sentence was empty."""
@@ -145,10 +254,40 @@ class I2CEScorer:
         *,
         pooling: str = "top-3",
         batch_size: int = 128,
+        sentences: str = AUTO,
+        aggregation: str = "mean",
+        weighting: str = "none",
+        beta: float = 1.0,
     ):
+        """Args:
+          encoder: the sentence encoder, called as ``encoder(ids, mask)``.
+          vocab: its vocabulary.
+          pooling: how a candidate's per-reference scores are pooled (capsim.metrics.pooling).
+          batch_size: encoder batch rows.
+          sentences: ``"auto"`` (several sentences go by sentences), ``"whole"`` (one vector
+            per caption, the scorer before issue 60) or ``"sentences"`` (always aligned).
+          aggregation: over sentences, ``"mean"``, ``"min"`` or ``"softmin-T"``.
+          weighting: ``"none"`` or ``"length"`` (a sentence weighs its token count).
+          beta: the F-beta of precision and recall (1: F1; 0: precision alone).
+
+        Raises:
+          ValueError: for an unknown pooling, sentence mode, aggregation or weighting.
+        """
+        top_k_of_mode(pooling)
+        check_aggregation(aggregation)
+        if sentences not in SENTENCE_MODES:
+            raise ValueError(f"unknown sentences mode {sentences!r}; use one of {SENTENCE_MODES}")
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"unknown weighting {weighting!r}; use one of {WEIGHTINGS}")
+        if beta < 0:
+            raise ValueError(f"beta must be >= 0, got {beta}")
         self.vocab = vocab
         self.pooling = pooling
         self.batch_size = batch_size
+        self.sentences = sentences
+        self.aggregation = aggregation
+        self.weighting = weighting
+        self.beta = beta
         self.encoder = encoder
         # The jit-compiled batch encoder (capsim.embed), timed alone by bench/throughput_tables/scorer_parts.py.
         self.encode_batch = module_encoder(encoder, unit_vectors_and_norms)
@@ -191,10 +330,136 @@ class I2CEScorer:
         return _unit_vectors(self._embed(sentences, ids), ids)
 
     def score(self, gts: Mapping, res: Mapping) -> Scores:
-        """Scores, per-reference similarities and empty candidates, in ``res`` order."""
+        """Scores, per-reference similarities, the way each caption went and the empty
+        candidates, in ``res`` order.
+
+        Raises:
+          CaptionError: naming the id, for input that breaks pycocoevalcap's contract.
+        """
         validate_gts_res(gts, res)
-        table = SentenceTable.of(gts, res)
-        return self.pool(table, self._embed(table.sentences, table.names))
+        plan = SentencePlan.of(gts, res, self.sentences)
+        if not plan.aligned:  # every caption whole: the scorer before issue 60, call for call
+            table = SentenceTable.of(gts, res)
+            result = self.pool(table, self._embed(table.sentences, table.names))
+            result.ways = [WHOLE] * len(result.ids)
+            return result
+        whole_keys = [k for k in res if k not in plan.aligned]
+        table = SentenceTable.of(gts, {k: res[k] for k in whole_keys}) if whole_keys else None
+        strings = list(table.sentences) if table else []
+        names = list(table.names) if table else []
+        rows = plan.rows(strings, names)
+        embedded = self._embed(strings, names)
+        return self._merge(gts, res, table, plan, rows, embedded)
+
+    def _merge(
+        self,
+        gts: Mapping,
+        res: Mapping,
+        table: SentenceTable | None,
+        plan: SentencePlan,
+        rows: AlignedRows,
+        embedded: Embedded,
+    ) -> Scores:
+        """Both ways' scores from one embedding call, back in ``res`` order."""
+        keys = list(res)
+        where = {k: i for i, k in enumerate(keys)}
+        width = max(len(gts[k]) for k in keys)
+        scores = np.zeros(len(keys))
+        sims, precision, recall = (np.full((len(keys), width), np.nan) for _ in range(3))
+        ways = [WHOLE] * len(keys)
+        empty_ids: list = []
+        if table is not None:
+            count = len(table.sentences)
+            whole = self.pool(
+                table, Embedded(embedded.vectors[:count], embedded.empty[embedded.empty < count])
+            )
+            at = [where[k] for k in whole.ids]
+            scores[at] = whole.scores
+            sims[at, : whole.similarities.shape[1]] = whole.similarities
+            empty_ids = list(whole.empty_candidates)
+        aligned = self.align(rows, embedded)
+        at = [where[k] for k in rows.keys]
+        scores[at] = aligned.scores
+        sims[at, : rows.width] = aligned.similarities
+        precision[at, : rows.width] = aligned.precision
+        recall[at, : rows.width] = aligned.recall
+        for i in at:
+            ways[i] = SENTENCES
+        empty_ids += aligned.empty_candidates
+        mask = np.arange(width)[None, :] < np.array([len(gts[k]) for k in keys])[:, None]
+        empty_ids.sort(key=where.__getitem__)
+        return Scores(keys, scores, sims, mask, empty_ids, ways, precision, recall)
+
+    def align(self, rows: AlignedRows, embedded: Embedded) -> Scores:
+        """The by-sentences scores of ``rows``' candidates from the call's ``embedded``
+        sentences: per reference the F of a sentence alignment, pooled over references.
+
+        Raises:
+          CaptionError: naming the reference, for a reference with no sentence to encode.
+        """
+        vectors = _unit_vectors(embedded, rows.names)
+        present = np.ones(len(vectors), bool)
+        present[embedded.empty] = False
+        cand = rows.candidate_rows
+        ref = rows.reference_rows
+        cmask = (cand >= 0) & present[np.maximum(cand, 0)]
+        rmask = (ref >= 0) & present[np.maximum(ref, 0)]
+        has_ref = (ref >= 0).any(axis=-1)  # [n, R]: the real references
+        lost = has_ref & ~rmask.any(axis=-1)
+        if lost.any():
+            i, j = np.argwhere(lost)[0]
+            raise CaptionError(f"{rows.keys[i]}/ref{j}", "reference is empty or whitespace only")
+        empty = ~cmask.any(axis=-1)
+        weights = self._weights(rows, embedded) if self.weighting == "length" else None
+        n, width = ref.shape[:2]
+        precision, recall, f = (np.full((n, width), np.nan) for _ in range(3))
+        for start in range(0, n, ALIGN_BLOCK):
+            block = slice(start, start + ALIGN_BLOCK)
+            c = vectors[np.maximum(cand[block], 0)]  # [b, M, D]
+            r = vectors[np.maximum(ref[block], 0)]  # [b, R, S, D]
+            pair_sims = np.matmul(c[:, None], np.swapaxes(r, -1, -2))  # [b, R, M, S]
+            # Padded references and empty candidates align against a dummy sentence; their
+            # results are dropped below.
+            c_ok = cmask[block].copy()
+            c_ok[empty[block], 0] = True
+            r_ok = rmask[block].copy()
+            r_ok[..., 0] |= ~has_ref[block]
+            result = align(
+                pair_sims,
+                c_ok[:, None, :],
+                r_ok,
+                aggregation=self.aggregation,
+                candidate_weights=None if weights is None else weights[0][block][:, None, :],
+                reference_weights=None if weights is None else weights[1][block],
+                beta=self.beta,
+            )
+            precision[block], recall[block], f[block] = (
+                result.precision,
+                result.recall,
+                result.score,
+            )
+        keep = has_ref & ~empty[:, None]
+        precision, recall, f = (np.where(keep, x, np.nan) for x in (precision, recall, f))
+        scores = np.zeros(n)
+        if (~empty).any():
+            scores[~empty] = pool_similarities(
+                np.nan_to_num(f[~empty]), has_ref[~empty], mode=self.pooling
+            )
+        empty_ids = [k for k, e in zip(rows.keys, empty, strict=True) if e]
+        if empty_ids:
+            logging.warning("%d empty candidate(s) scored 0.0: %s", len(empty_ids), empty_ids[:10])
+        return Scores(rows.keys, scores, f, has_ref, empty_ids, [SENTENCES] * n, precision, recall)
+
+    def _weights(self, rows: AlignedRows, embedded: Embedded) -> tuple[np.ndarray, np.ndarray]:
+        """Token counts of the candidates' [n, M] and the references' [n, R, S] sentences."""
+        lengths = np.array(
+            [len(ids) - 2 if ids else 0 for ids in map(self.vocab.sentence_ids, rows.texts)],
+            np.float64,
+        )
+        lengths = np.maximum(lengths, 1.0)
+        return lengths[np.maximum(rows.candidate_rows, 0)], lengths[
+            np.maximum(rows.reference_rows, 0)
+        ]
 
     def pool(self, table: SentenceTable, embedded: Embedded) -> Scores:
         """The scores of ``table``'s candidates from its sentences' ``embedded`` vectors."""

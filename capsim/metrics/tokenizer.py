@@ -339,12 +339,14 @@ class PTBTokenizer:
 _CANDIDATE_END = re.compile("[.!?\u2026][\"'\u2019\u201d)\\]}]*$")
 _CLOSERS = frozenset(["''", "'", "-rrb-", "-rsb-", "-rcb-"])
 TITLES = frozenset(
-    """mr mrs ms messrs dr drs prof st ste mt ft gen gov capt lt col sgt maj brig cmdr insp
-    det rev sen sens rep reps pres hon jr sr""".split()
-)
+    ["mr", "mrs", "ms", "messrs", "dr", "drs", "prof", "st", "ste", "mt", "ft", "gen", "gov",
+     "capt", "lt", "col", "sgt", "maj", "brig", "cmdr", "insp", "det", "rev", "sen", "sens",
+     "rep", "reps", "pres", "hon", "jr", "sr"]
+)  # fmt: skip
 _OPENERS = "\"'\u2018\u201c([{`"
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def _ends_sentence(word: str, following: str | None) -> bool:
     """Whether ``word`` (a whitespace-delimited chunk) closes a sentence before ``following``."""
     tokens = _lex(word if following is None else f"{word}\n{following}")[0]
