@@ -61,14 +61,17 @@ def _meteor(sums: np.ndarray, images: int) -> np.ndarray:
 
 
 def bleu_rows(statistics: np.ndarray) -> MetricRows:
+    """BLEU-1..4's rows: each image's clipped counts and lengths (``Bleu.statistics``)."""
     return MetricRows(BLEU_KEYS, np.asarray(statistics, dtype=np.float64), _bleu)
 
 
 def meteor_rows(statistics: Sequence[Sequence[float]]) -> MetricRows:
+    """METEOR's rows: each image's statistics (``Meteor.statistics``), made summable."""
     return MetricRows(("METEOR",), summable(statistics), _meteor)
 
 
 def mean_rows(key: str, scores: Sequence[float]) -> MetricRows:
+    """Rows of a metric whose corpus score is the mean of its per-image ``scores``."""
     return MetricRows((key,), np.asarray(scores, dtype=np.float64).reshape(-1, 1), _mean)
 
 

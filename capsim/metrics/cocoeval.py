@@ -206,13 +206,16 @@ class COCOEvalCap:
         self.setEvalImgs()
 
     def setEval(self, score: float, method: str) -> None:
+        """pycocoevalcap's: ``.eval[method] = score``."""
         self.eval[method] = score
 
     def setImgToEvalImgs(self, scores, imgIds, method: str) -> None:
+        """pycocoevalcap's: each image's score of ``method`` into ``.imgToEval``."""
         for image_id, score in zip(imgIds, scores, strict=True):
             self.imgToEval.setdefault(image_id, {"image_id": image_id})[method] = float(score)
 
     def setEvalImgs(self) -> None:
+        """pycocoevalcap's: ``.evalImgs``, the list of ``.imgToEval``'s entries."""
         self.evalImgs = list(self.imgToEval.values())
 
     def bootstrap(

@@ -134,6 +134,7 @@ class Meteor:
         self._index = resources.paraphrase_index(files.paraphrases)
 
     def method(self) -> str:
+        """pycocoevalcap's name of the metric, ``"METEOR"``."""
         return "METEOR"
 
     def compute_score(self, gts: References, res: Candidates) -> tuple[float, list[float]]:
