@@ -150,7 +150,7 @@ def environment(directory: str | Path) -> dict[str, str]:
 
 def _log_tail(directory: Path) -> str:
     tails = []
-    for log in sorted((directory / "log").glob("*.log")) + [directory / "munged.log"]:
+    for log in [*sorted((directory / "log").glob("*.log")), directory / "munged.log"]:
         if log.exists():
             tails.append(f"{log.name}: " + " | ".join(log.read_text().splitlines()[-3:]))
     return "\n".join(tails)

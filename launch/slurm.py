@@ -58,8 +58,23 @@ RESERVED_OPTIONS = (
     "wrap",
     "wait",
 )
-# squeue states of a task that holds or is about to hold a node.
+SQUEUE_FIELDS = "ArrayTaskID:|,State:|,Reason:|,RestartCnt:|"
+# squeue states (it lists ended tasks too, for MinJobAge, with -t all): a task that holds
+# or is about to hold a node; a task that has ended for good. Any other state (PENDING,
+# REQUEUED while a requeued task completes, REQUEUE_HOLD, SUSPENDED, ...) is still queued.
 RUNNING_STATES = ("RUNNING", "COMPLETING", "CONFIGURING", "SIGNALING", "STAGE_OUT")
+ENDED_STATES = (
+    "COMPLETED",
+    "FAILED",
+    "CANCELLED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "OUT_OF_MEMORY",
+    "PREEMPTED",
+    "SPECIAL_EXIT",
+)
 NO_ANSWER = "the scheduler did not answer"
 UNANSWERED_POLLS = 10  # --wait gives up on a scheduler silent this many polls in a row
 
@@ -157,12 +172,13 @@ def read_record(workdir: Path) -> dict:
 
 
 def _squeue(array_id: str) -> list[dict[str, str]] | None:
-    """The array's tasks in the queue, one dict each; None where squeue does not answer."""
+    """The array's tasks squeue knows (queued, and ended ones for MinJobAge), one dict
+    each; None where squeue does not answer."""
     squeue = shutil.which("squeue")
     if squeue is None:
         return None
     done = subprocess.run(
-        [squeue, "-h", "-r", "-j", array_id, "-O", "ArrayTaskID:|,State:|,Reason:|,RestartCnt:|"],
+        [squeue, "-h", "-r", "-t", "all", "-j", array_id, "-O", SQUEUE_FIELDS],
         capture_output=True,
         text=True,
     )
@@ -209,6 +225,7 @@ def live_arrays(workdir: Path) -> dict[str, list[dict[str, str]]]:
         tasks = _squeue(submission["array_job_id"])
         if tasks is None:
             raise SlurmError(f"squeue does not answer: cannot tell whether {workdir}'s grid runs")
+        tasks = [task for task in tasks if task["state"] not in ENDED_STATES]
         if tasks:
             live[submission["array_job_id"]] = tasks
     return live
@@ -230,10 +247,12 @@ def check_not_owned(workdir: Path) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class Task:
-    """One array task: the command a local grid would run for one pack, and its jobs."""
+    """One array task: the command a local grid would run for one pack (or one job), its
+    jobs, and the file its output goes to, as locally."""
 
     command: list[str]
     job_dirs: list[Path]
+    log: Path
 
 
 def script_text(tasks: Sequence[Task], resources: Resources, repo: Path, logs: Path) -> str:
@@ -253,12 +272,16 @@ def script_text(tasks: Sequence[Task], resources: Resources, repo: Path, logs: P
     for index, task in enumerate(tasks):
         dirs = " ".join(shlex.quote(str(d)) for d in task.job_dirs)
         command = " ".join(shlex.quote(part) for part in task.command)
-        cases.append(f"  {index})\n    JOB_DIRS=({dirs})\n    COMMAND=({command})\n    ;;")
+        cases.append(
+            f"  {index})\n    JOB_DIRS=({dirs})\n    COMMAND=({command})\n"
+            f"    LOG={shlex.quote(str(task.log))}\n    ;;"
+        )
     return "\n".join(
         [
             "#!/bin/bash",
             "# A capsim grid as one SLURM job array, written by python -m launch.sweep",
-            "# --cluster=slurm: array task i trains pack i (the command a local grid runs).",
+            "# --cluster=slurm: array task i trains pack i (the command a local grid runs, its",
+            "# output where a local grid puts it: WORKDIR/packs/FIRST_JOB.log, or a job's log.txt).",
             "# Submit it again by hand with: sbatch THIS_FILE (launch.sweep sends only the",
             "# unfinished jobs, after checking that no grid of this workdir is in the queue).",
             *(f"#SBATCH {directive}" for directive in directives),
@@ -268,18 +291,20 @@ def script_text(tasks: Sequence[Task], resources: Resources, repo: Path, logs: P
             *cases,
             '  *) echo "no task $SLURM_ARRAY_TASK_ID in this array" >&2; exit 2 ;;',
             "esac",
-            'starts=$(( ${SLURM_RESTART_COUNT:-0} + 1 ))',
+            "starts=$(( ${SLURM_RESTART_COUNT:-0} + 1 ))",
             'echo "== array task ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID} (job $SLURM_JOB_ID),'
             ' start $starts, on $(hostname) at $(date -u +%FT%TZ)"',
             "time_limit_near=0",
             'child=""',
             # SIGUSR1 (asked for before the time limit) and SIGTERM (a preemption, a requeue,
             # scancel) both reach the pack as SIGTERM: its members save at one step, exit 0.
-            "trap 'time_limit_near=1; echo \"== time limit near: the members save\";"
+            'trap \'time_limit_near=1; echo "== time limit near: the members save";'
             ' [[ -n $child ]] && kill -TERM "$child"\' USR1',
-            "trap 'echo \"== SIGTERM: the members save\";"
+            'trap \'echo "== SIGTERM: the members save";'
             ' [[ -n $child ]] && kill -TERM "$child"\' TERM',
-            '"${COMMAND[@]}" &',
+            'echo "== output: $LOG"',
+            'mkdir -p "$(dirname "$LOG")"',
+            '"${COMMAND[@]}" >> "$LOG" 2>&1 &',
             "child=$!",
             'while kill -0 "$child" 2> /dev/null; do wait "$child"; done',
             'wait "$child"',
@@ -322,7 +347,9 @@ def submit(
     script = grid_dir / f"submit-{len(record['submissions']) + 1}.sbatch"
     script.write_text(script_text(tasks, resources, Path(repo).resolve(), logs))
     script.chmod(0o755)
-    done = subprocess.run([sbatch_path(), "--parsable", str(script)], capture_output=True, text=True)
+    done = subprocess.run(
+        [sbatch_path(), "--parsable", str(script)], capture_output=True, text=True
+    )
     if done.returncode:
         raise SlurmError(f"sbatch refused {script}: {done.stderr.strip()}; nothing was submitted")
     array_id = done.stdout.strip().split(";")[0]
@@ -364,9 +391,10 @@ def job_states(workdir: Path) -> list[dict[str, str]]:
             row["array task"] = f"{array_id}_{task}"
         if array_id and array_id not in queues:
             queues[array_id] = _squeue(array_id)
-        queued = next((t for t in queues.get(array_id) or [] if t["task"] == task), None)
-        if queued:
-            row["restarts"] = queued["restarts"]
+        listed = next((t for t in queues.get(array_id) or [] if t["task"] == task), None)
+        if listed:
+            row["restarts"] = listed["restarts"]
+        queued = listed if listed and listed["state"] not in ENDED_STATES else None
         if (job_dir / RESULTS_FILE).exists():
             row["state"] = "done"
         elif record.get("returncode") not in (None, 0) or "slurm_state" in record:
@@ -374,7 +402,7 @@ def job_states(workdir: Path) -> list[dict[str, str]]:
         elif queued is not None:
             if queued["state"] in RUNNING_STATES:
                 row["state"] = "running"
-            elif queued["restarts"] not in ("", "0") or queued["state"].startswith("REQUEUE"):
+            elif queued["restarts"] not in ("", "0") or "REQUEUE" in queued["state"]:
                 row["state"] = "requeued"
             else:
                 row["state"] = "pending"
@@ -384,11 +412,14 @@ def job_states(workdir: Path) -> list[dict[str, str]]:
         elif queues.get(array_id) is None:
             row["state"], row["detail"] = "unknown", NO_ANSWER
         else:
-            row["state"] = "failed"  # the task left the queue and the job has no results
-            if array_id not in ended:
+            row["state"] = "failed"  # the task ended and the job has no results
+            if listed is None and array_id not in ended:
                 ended[array_id] = _sacct(array_id)
-            final = ended[array_id].get(task)
-            row["detail"] = f"{final['state']} (exit {final['exit']}); " if final else ""
+            final = ended.get(array_id, {}).get(task)
+            if listed:
+                row["detail"] = f"{listed['state']}; "
+            elif final:
+                row["detail"] = f"{final['state']} (exit {final['exit']}); "
         if row["state"] == "failed":
             row["detail"] += _last_line(job_dir / LOG_FILE)
         rows.append(row)

@@ -276,21 +276,24 @@ def send_to_slurm(
     workdir: Path,
     tasks: Sequence[Sequence[Job]],
     commands: Sequence[list[str]],
+    packed: bool,
     resources: slurm.Resources,
     grid_facts: Mapping[str, str],
     metrics: Mapping[str, Sequence[str]],
     wait: bool,
     poll_seconds: float,
 ) -> int:
-    """Submits the packs as one job array (nothing when every job is done); with ``wait``,
-    follows it and writes the table. Returns the number of failed jobs (0 when not waiting)."""
+    """Submits the tasks (packs when ``packed``, else single jobs) as one job array (nothing
+    when every job is done); with ``wait``, follows it and writes the table. Returns the number of failed jobs (0 when not waiting)."""
     if tasks:
         array_tasks = []
-        for index, (task, command) in enumerate(zip(tasks, commands, strict=True)):
+        root = workdir.resolve()
+        for task, command in zip(tasks, commands, strict=True):
             names = [job.name for job in task]
             for job in task:
-                _prepare(job, workdir, command, pack=names, slurm={"task": index})
-            array_tasks.append(slurm.Task(command, [workdir.resolve() / n for n in names]))
+                _prepare(job, workdir, command, **({"pack": names} if packed else {}))
+            log = root / PACK_LOGS / f"{names[0]}.log" if packed else root / names[0] / LOG_FILE
+            array_tasks.append(slurm.Task(command, [root / n for n in names], log))
         array_id = slurm.submit(workdir, array_tasks, resources, REPO, grid_facts)
         for task_index, task in enumerate(tasks):
             for job in task:
@@ -339,9 +342,7 @@ def grid_status(workdir: str | Path, wait: bool, poll_seconds: float) -> int:
             raise FileNotFoundError(f"{workdir} holds no grid (no job folders)")
         slurm.print_states(slurm.job_states(workdir))  # a local grid: its folders
         return 0
-    metrics = load_config_module(
-        Path(record["cwd"]) / record["config"].partition(":")[0]
-    ).METRICS
+    metrics = load_config_module(Path(record["cwd"]) / record["config"].partition(":")[0]).METRICS
     return finish_slurm_grid(workdir, metrics, poll_seconds if wait else None)
 
 
@@ -400,14 +401,25 @@ def run_sweep(
     if pack > 1:
         size = "as many as fit in memory (auto)" if fit_memory else f"up to {pack}"
         print(f"{len(tasks)} processes of {size} members each ({member_mode})", flush=True)
-    if cluster == SLURM:
+    if cluster == SLURM:  # the commands a local grid runs, with the workdir's full path
+        root = workdir.resolve()
         commands = [
-            pack_command(task, train_module, config, workdir, member_mode, fit_memory)
+            pack_command(task, train_module, config, root, member_mode, fit_memory)
+            if pack > 1
+            else task[0].command(train_module, config, root)
             for task in tasks
         ]
         grid_facts = {"config": config, "cwd": os.getcwd(), "train_module": train_module}
         return send_to_slurm(
-            workdir, tasks, commands, resources, grid_facts, module.METRICS, wait, poll_seconds
+            workdir,
+            tasks,
+            commands,
+            pack > 1,
+            resources,
+            grid_facts,
+            module.METRICS,
+            wait,
+            poll_seconds,
         )
     failed = []
     start = time.monotonic()

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from launch import local_slurm, slurm, sweep
+from launch import local_slurm, slurm
 
 pytestmark = pytest.mark.slurm
 
@@ -33,6 +33,7 @@ TOLERANCE = 1e-4
 # results.json keys that time the run rather than say what it learned
 TIMING = ("examples_per_second", "seconds", "time")
 WAIT_SECONDS = 600
+ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
 
 
 @pytest.fixture(scope="module")
@@ -111,7 +112,9 @@ def _assert_same_grid(workdir: Path, reference: Path) -> None:
     names = sorted(p.parent.name for p in reference.glob("*/results.json"))
     assert names and names == sorted(p.parent.name for p in workdir.glob("*/results.json"))
     for name in names:
-        ours, theirs = (json.loads((d / name / "results.json").read_text()) for d in (workdir, reference))
+        ours, theirs = (
+            json.loads((d / name / "results.json").read_text()) for d in (workdir, reference)
+        )
         _assert_close(_learned(ours), _learned(theirs), name)
 
 
@@ -171,7 +174,9 @@ def _saved(job_dir: Path) -> bool:
 def _start_now(job_id: str) -> None:
     """A requeued job waits SLURM's requeue delay (about two minutes) before it may start
     again; the tests ask for now, as an administrator would."""
-    shown = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True)
+    shown = subprocess.run(
+        ["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True
+    )
     for line in shown.stdout.splitlines():
         if "JobState=PENDING" in line:
             task_id = line.split("JobId=")[1].split()[0]
@@ -313,7 +318,9 @@ def _sbatch(*args: str) -> str:
 
 
 def _job_state(job_id: str) -> str:
-    shown = subprocess.run(["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True)
+    shown = subprocess.run(
+        ["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True
+    )
     return shown.stdout.split("JobState=")[1].split()[0] if "JobState=" in shown.stdout else ""
 
 
@@ -339,10 +346,9 @@ def test_slurm_sbatch_two_srun_tasks_equal_one_process_and_resume(cluster, tmp_p
         if name == "requeued":
             _wait_for(lambda: _saved(tmp_path / "requeued"), "checkpoint")
             subprocess.run(["scontrol", "requeue", job_id], check=True)
-            _wait_for(lambda: _job_state(job_id) == "PENDING", "requeue")
+            _wait_for(lambda job_id=job_id: _job_state(job_id) == "PENDING", "requeue")
             _start_now(job_id)
-        _wait_for(lambda: _job_state(job_id) in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"),
-                  "the job's end")  # fmt: skip
+        _wait_for(lambda job_id=job_id: _job_state(job_id) in ENDED, "the job's end")
         log = output.read_text()
         assert _job_state(job_id) == "COMPLETED", log[-3000:]
         assert "Rank 1 is connected to 1 peer" in log  # two processes, joined by gloo
