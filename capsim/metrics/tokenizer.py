@@ -336,19 +336,30 @@ class PTBTokenizer:
 # kept abbreviation other than a title ("etc.", "p.m.", "U.S.A.") ends one before a
 # capitalised sentence starter ("... at 5 p.m. The dog").
 
-_CANDIDATE_END = re.compile("[.!?\u2026][\"'\u2019\u201d)\\]}]*$")
+_CLOSING = "\"'\u2019\u201d)\\]}"
+# A word that ends in a sentence mark (and closing quotes or brackets), with the next word.
+_CANDIDATE_WORD = re.compile(f"(?<!\\S)(\\S*[.!?\u2026][{_CLOSING}]*)\\s+(?=(\\S+))")
 _CLOSERS = frozenset(["''", "'", "-rrb-", "-rsb-", "-rcb-"])
 TITLES = frozenset(
     ["mr", "mrs", "ms", "messrs", "dr", "drs", "prof", "st", "ste", "mt", "ft", "gen", "gov",
      "capt", "lt", "col", "sgt", "maj", "brig", "cmdr", "insp", "det", "rev", "sen", "sens",
      "rep", "reps", "pres", "hon", "jr", "sr"]
 )  # fmt: skip
+_PLAIN_END = re.compile(r"([A-Za-z]{2,})\.")
 _OPENERS = "\"'\u2018\u201c([{`"
 
 
 @functools.lru_cache(maxsize=1 << 16)
 def _ends_sentence(word: str, following: str | None) -> bool:
     """Whether ``word`` (a whitespace-delimited chunk) closes a sentence before ``following``."""
+    plain = _PLAIN_END.fullmatch(word)
+    if (
+        plain
+        and following is not None
+        and not _listed(plain[1], ABBREVIATIONS)
+        and plain[1].lower() not in BEFORE_NUMBERS
+    ):
+        return True  # what the lexer decides for a plain word of two letters or more
     tokens = _lex(word if following is None else f"{word}\n{following}")[0]
     while tokens and tokens[-1] in _CLOSERS:
         tokens.pop()
@@ -387,16 +398,12 @@ def split_sentences(caption: str) -> list[str]:
     Returns:
       The sentences; ``" ".join`` of them equals the caption up to whitespace.
     """
-    words = list(re.finditer(r"\S+", caption))
     sentences: list[str] = []
     start = 0
-    for k, word in enumerate(words):
-        following = words[k + 1][0] if k + 1 < len(words) else None
-        if following is None or not _CANDIDATE_END.search(word[0]):
-            continue
-        if _ends_sentence(word[0], following):
-            sentences.append(caption[start : word.end()])
-            start = word.end()
+    for candidate in _CANDIDATE_WORD.finditer(caption):
+        if _ends_sentence(candidate[1], candidate[2]):
+            sentences.append(caption[start : candidate.end(1)])
+            start = candidate.end(1)
     sentences.append(caption[start:])
     kept: list[str] = []
     leading = ""  # marks before the first sentence with a word ("... A dog")
