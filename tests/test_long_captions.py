@@ -246,3 +246,20 @@ def test_flickr8k_expert_candidates_score_bit_for_bit(shared_data):
     went_whole = np.array([w == WHOLE for w in auto.ways])
     assert went_whole.mean() > 0.99
     assert np.array_equal(auto.scores[went_whole], whole.scores[went_whole])
+
+
+def test_the_drop_in_i2ce_column_takes_the_same_path(scorer):
+    from capsim.metrics.caption_files import CaptionFile
+    from i2ce_jax.cocoeval import COCOEvalCap
+
+    gts = {1: [REFERENCE, "A dog and a man play in a park."], 2: ["a dog runs on the grass"]}
+    res = {1: [CANDIDATE], 2: ["a dog running on grass"]}
+    coco = CaptionFile([{"image_id": i, "caption": c} for i, refs in gts.items() for c in refs])
+    results = CaptionFile([{"image_id": i, "caption": c[0]} for i, c in res.items()])
+    evaluator = COCOEvalCap(coco, results)
+    evaluator.params["image_id"] = [1, 2]
+    evaluator.evaluate(verbose=False)
+    expected = scorer.score(gts, res)
+    assert expected.ways == [SENTENCES, WHOLE]
+    for image_id, score in zip(res, expected.scores, strict=True):
+        assert evaluator.imgToEval[image_id]["I2CE"] == pytest.approx(score, abs=1e-6)
