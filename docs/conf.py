@@ -13,6 +13,7 @@ no intersphinx inventories, and the theme's assets ship in its wheel.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -66,21 +67,50 @@ html_static_path: list[str] = []
 # METEOR's compiled batch is internal: named by a signature, documented in its module.
 nitpick_ignore = [("py:class", "capsim.metrics.meteor.matching.Batch")]
 
-# Pages that include a file of the repository (bench/README.md, launch/README.md, the model
-# card) keep that file's links working on the site: a link to another such file points to
-# the page that includes it.
-INCLUDED_PAGES = {
-    "RESULTS.md": "results.md",
+# Files of the repository that the site shows as pages of its own (they include them). A
+# link to one of them, from a page of docs/ (``../bench/RESULTS.md``, right on GitHub) or
+# from an included file (bench/README.md's ``RESULTS.md``), points to its page on the site.
+SITE_PAGES = {
+    "bench/RESULTS.md": "results.md",
+    "bench/README.md": "benchmarks.md",
+    "launch/README.md": "launchers.md",
+    "i2ce_jax/pretrained/MODEL_CARD.md": "model_card.md",
 }
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
-def _site_links(app, relative_path, parent_docname, content):
-    """Sphinx's include-read event: rewrite an included file's links to site pages."""
-    text = content[0]
-    for target, page in INCLUDED_PAGES.items():
-        text = text.replace(f"]({target})", f"]({page})").replace(f"]({target}#", f"]({page}#")
-    content[0] = text
+def _site_links(text: str, base: Path, page_dir: Path) -> str:
+    """``text``'s links to SITE_PAGES' files (relative to ``base``) made relative links to
+    their pages from ``page_dir``; any other link is left as it is."""
+
+    def site_link(match: re.Match) -> str:
+        path, hash_, anchor = match.group(1).partition("#")
+        if not path or re.match(r"[a-z]+:", path):
+            return match.group(0)
+        try:
+            in_repo = Path(os.path.normpath(base / path)).relative_to(ROOT).as_posix()
+        except ValueError:  # outside the repository
+            return match.group(0)
+        if in_repo not in SITE_PAGES:
+            return match.group(0)
+        page = os.path.relpath(DOCS / SITE_PAGES[in_repo], page_dir)
+        return f"]({Path(page).as_posix()}{hash_}{anchor})"
+
+    return _LINK.sub(site_link, text)
+
+
+def _page_links(app, docname, source):
+    """Sphinx's source-read event: a page's links to SITE_PAGES' files."""
+    page_dir = (DOCS / docname).parent
+    source[0] = _site_links(source[0], page_dir, page_dir)
+
+
+def _included_links(app, relative_path, parent_docname, content):
+    """Sphinx's include-read event: an included file's links to SITE_PAGES' files."""
+    base = (Path(app.srcdir) / relative_path).parent
+    content[0] = _site_links(content[0], base, (DOCS / parent_docname).parent)
 
 
 def setup(app):
-    app.connect("include-read", _site_links)
+    app.connect("source-read", _page_links)
+    app.connect("include-read", _included_links)
