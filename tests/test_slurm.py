@@ -34,6 +34,7 @@ TOLERANCE = 1e-4
 TIMING = ("examples_per_second", "seconds", "time")
 WAIT_SECONDS = 600
 ENDED = ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT")
+REQUEUE_SETTLE_SECONDS = 10
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +174,10 @@ def _saved(job_dir: Path) -> bool:
 
 def _start_now(job_id: str) -> None:
     """A requeued job waits SLURM's requeue delay (about two minutes) before it may start
-    again; the tests ask for now, as an administrator would."""
+    again; the tests ask for now, as an administrator would, once the node has cleaned up
+    after the requeued run (started at once, a task found its old job still completing on
+    the node and failed)."""
+    time.sleep(REQUEUE_SETTLE_SECONDS)
     shown = subprocess.run(
         ["scontrol", "-o", "show", "job", job_id], capture_output=True, text=True
     )
@@ -243,6 +247,15 @@ def test_time_limit_signal_saves_requeues_and_resumes(cluster, tmp_path):
     log = next(logs.glob("*_0.out")).read_text()
     assert "time limit near" in log and "== requeued" in log and "start 2" in log
     _assert_same_grid(workdir, tmp_path / "whole")
+
+    capped = tmp_path / "capped"  # no requeue allowed: saved at the limit, then failed
+    flags = ["--pack=1", "--time=1", "--signal_seconds=50", "--max_requeues=0"]
+    done = _sweep(capped, config, *_slurm_flags(*flags))
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr[-3000:]
+    log = next((capped / "slurm" / "logs").glob("*_0.out")).read_text()
+    assert "time limit near" in log and "not requeued: started 1 times" in log
+    assert "| failed |" in done.stdout and not list(capped.glob("*/results.json"))
+    assert any(_saved(job) for job in capped.glob("dataset=*"))
 
 
 def test_a_failing_job_marks_only_itself(cluster, tmp_path):
