@@ -209,15 +209,15 @@ def test_pascal50s_json_layout_and_its_labels(tmp_path):
         ("MM", 1.0, "7"),
     ]
     assert "label field" in pascal50s_labels(path)
-    assert "48 votes" in pascal50s_labels(tmp_path / "pair_pascal.mat")
+    assert "48 votes" in pascal50s_labels(_write_pascal(tmp_path))
     data["MM"][0]["label"] = 2
     path.write_text(json.dumps(data))
     with pytest.raises(DataFormatError, match="MM item 0: label 2 is not 0 or 1"):
         load_set("pascal50s", path)
 
 
-def test_pascal50s_references_come_from_pascal50S_mat_beside_the_pairs(tmp_path):
-    pairs_path = _write_pascal(tmp_path)
+def _write_pascal_references(folder: Path) -> np.ndarray:
+    """pascal50S.mat: 50 sentences for each image of PASCAL_PAIRS, under a web address."""
     images = sorted({image for image, *_ in PASCAL_PAIRS})
     train = np.empty((1, len(images)), dtype=[("image", object), ("sent", object)])
     for k, image in enumerate(images):
@@ -225,7 +225,13 @@ def test_pascal50s_references_come_from_pascal50S_mat_beside_the_pairs(tmp_path)
         for s in range(50):
             sentences[s, 0] = f"sentence {s} of {image}"
         train[0, k] = (f"http://example.org/VOC2008/{image}", sentences)
-    scipy.io.savemat(tmp_path / "pascal50S.mat", {"train_sent_final": train})
+    scipy.io.savemat(folder / "pascal50S.mat", {"train_sent_final": train})
+    return train
+
+
+def test_pascal50s_references_come_from_pascal50S_mat_beside_the_pairs(tmp_path):
+    pairs_path = _write_pascal(tmp_path)
+    train = _write_pascal_references(tmp_path)
     judgments = read_pascal50s(pairs_path)
     assert len(judgments[0].references) == 50
     assert judgments[0].references[3] == f"sentence 3 of {PASCAL_PAIRS[0][0]}"
@@ -235,3 +241,61 @@ def test_pascal50s_references_come_from_pascal50S_mat_beside_the_pairs(tmp_path)
         DataFormatError, match=r"pair 2: image '2008_000064\.jpg' has no references"
     ):
         read_pascal50s(pairs_path)
+
+
+# Per pair of PASCAL_PAIRS, its own votes as released in pair_pascal.mat's ``result``:
+# +1 for caption a, -1 for b; 11 votes a pair, 10 for a few.
+RELEASED_VOTES = [[1] * 8 + [-1] * 3, [-1] * 10, [1] * 5 + [-1] * 5 + [1]]
+
+
+def _write_pascal_as_released(folder: Path, votes=RELEASED_VOTES) -> Path:
+    """pair_pascal.mat as its authors ship it: the votes in its ``result`` struct, with no
+    consensus_pascal.mat beside it; pascal50S.mat holds the references."""
+    pairs_path = _write_pascal(folder)
+    (folder / "consensus_pascal.mat").unlink()
+    contents = scipy.io.loadmat(pairs_path)
+    result = np.empty((1, len(votes)), dtype=[("result", object)])
+    for index, pair_votes in enumerate(votes):
+        result[0, index] = (np.array([pair_votes], dtype=np.float64),)
+    keep = {key: contents[key] for key in ("new_input", "category", "new_data")}
+    scipy.io.savemat(pairs_path, {**keep, "result": result})
+    _write_pascal_references(folder)
+    return pairs_path
+
+
+def test_pascal50s_as_released_reads_the_pairs_own_votes(tmp_path):
+    """No consensus_pascal.mat: the votes come from pair_pascal.mat's ``result``, the
+    references from pascal50S.mat, and the labels say which votes were used."""
+    pairs_path = _write_pascal_as_released(tmp_path)
+    judgments = read_pascal50s(pairs_path)
+    assert [j.preference for j in judgments] == [8 / 11, 0.0, 6 / 11]
+    assert [j.category for j in judgments] == ["HC", "HI", "HM"]
+    assert judgments[0].references[3] == f"sentence 3 of {PASCAL_PAIRS[0][0]}"
+    assert load_set("pascal50s", tmp_path) == judgments  # the folder, as in pascal50s:DIR
+    assert "pair_pascal.mat's result" in pascal50s_labels(tmp_path)
+    assert "pair_pascal.mat's result" in pascal50s_labels(pairs_path)
+
+
+def test_pascal50s_as_released_errors_name_the_pair(tmp_path):
+    pairs_path = _write_pascal_as_released(tmp_path, [[1, -1], [1, 0, -1], [1]])
+    with pytest.raises(DataFormatError, match=r"result of pair 1: votes \[1.0, 0.0, -1.0\]"):
+        read_pascal50s(pairs_path)
+    pairs_path = _write_pascal_as_released(tmp_path, [[1], [1]])
+    with pytest.raises(DataFormatError, match="2 result entries for 3 pairs"):
+        read_pascal50s(pairs_path)
+    _write_pascal_as_released(tmp_path)
+    (tmp_path / "pascal50S.mat").unlink()
+    with pytest.raises(DataFormatError, match="votes come without references"):
+        read_pascal50s(pairs_path)
+
+
+def test_a_directory_is_one_line_and_a_byte_order_mark_is_read(tmp_path):
+    """``pairs:`` given a folder: a one-line error naming it; a JSON-lines file that
+    starts with a UTF-8 byte-order mark (as spreadsheet tools write) reads as without."""
+    with pytest.raises(DataFormatError, match="is a directory, not a file"):
+        load_set("pairs", tmp_path)
+    plain = write_caption_pairs(tmp_path / "plain.jsonl")
+    marked = tmp_path / "marked.jsonl"
+    marked.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
+    assert files.read_caption_pairs(marked) == files.read_caption_pairs(plain)
+    assert load_set("pairs", marked) == load_set("pairs", plain)

@@ -55,12 +55,26 @@ def clean_caption(text: str) -> str:
     return _NEWLINE_RE.sub(" ", text).strip()
 
 
+UTF8_BOM = b"\xef\xbb\xbf"  # the byte-order mark some tools put before UTF-8 text
+
+
 def read_text_file(path: str | Path) -> str:
-    """The whole file decoded strictly as UTF-8; bad bytes are reported with their line."""
+    """The whole file decoded strictly as UTF-8; bad bytes are reported with their line.
+    A leading byte-order mark, as spreadsheet tools write, is dropped.
+
+    Raises:
+        DataFormatError: the path is missing, a directory or unreadable, or its bytes are
+            not UTF-8 (with the line).
+    """
     try:
         data = Path(path).read_bytes()
     except FileNotFoundError as error:
         raise DataFormatError(path, "file does not exist") from error
+    except IsADirectoryError as error:
+        raise DataFormatError(path, "is a directory, not a file") from error
+    except OSError as error:
+        raise DataFormatError(path, f"cannot be read ({error.strerror or error})") from error
+    data = data.removeprefix(UTF8_BOM)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:

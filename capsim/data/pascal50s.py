@@ -1,8 +1,9 @@
 """PASCAL-50S (Vedantam et al., 2015): caption pairs with human preference votes.
 
-The CIDEr release ships the MATLAB files ``pair_pascal.mat`` (the pairs and their
-categories), ``consensus_pascal.mat`` (48 triplet votes per pair) and ``pascal50S.mat``
-(the 50 reference sentences of each of the 1,000 images).
+The CIDEr release ships the MATLAB files ``pair_pascal.mat`` (the pairs, their
+categories and, in ``result``, each pair's own 10 or 11 votes), ``consensus_pascal.mat``
+(48 triplet votes per pair, where a copy has it) and ``pascal50S.mat`` (the 50 reference
+sentences of each of the 1,000 images).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ PASCAL_REFERENCES_FILE = "pascal50S.mat"
 PASCAL_PAIRS_FILE = "pair_pascal.mat"
 VOTE_FOR_B = 1  # a triplet's winner field: 1 means its B sentence, -1 its C sentence
 VOTE_FOR_C = -1
+PAIR_VOTES = "result"  # pair_pascal.mat's own votes: per pair, +1 for sentence a, -1 for b
 
 
 def _mat_value(value: Any) -> Any:
@@ -53,7 +55,10 @@ def _mat_record(value: Any, n_fields: int) -> list[Any]:
     return [_mat_value(field) for field in fields]
 
 
-def _load_mat(path: str | Path, keys: Sequence[str]) -> dict[str, np.ndarray]:
+def _load_mat(
+    path: str | Path, keys: Sequence[str], optional: Sequence[str] = ()
+) -> dict[str, np.ndarray]:
+    """The variables ``keys`` (each required) and those of ``optional`` the file holds."""
     try:
         contents = scipy.io.loadmat(str(path))
     except FileNotFoundError as error:
@@ -65,7 +70,7 @@ def _load_mat(path: str | Path, keys: Sequence[str]) -> dict[str, np.ndarray]:
     missing = [key for key in keys if key not in contents]
     if missing:
         raise DataFormatError(path, f"missing variables {missing}")
-    return {key: contents[key] for key in keys}
+    return {key: contents[key] for key in (*keys, *optional) if key in contents}
 
 
 def _pascal_votes(
@@ -102,6 +107,47 @@ def _pascal_votes(
     return preferences, references
 
 
+def _pair_votes(mat_path: str | Path, n_pairs: int) -> list[float]:
+    """Per pair: the fraction of the votes in ``pair_pascal.mat``'s own ``result`` (a
+    struct a pair, its field ``result`` holding +1 for sentence a, -1 for b) that prefer a.
+
+    Raises:
+        DataFormatError: no ``result``, another number of entries than pairs, or a pair
+            without votes or with a vote other than +1 or -1 (named by its index).
+    """
+    contents = _load_mat(mat_path, [], optional=[PAIR_VOTES])
+    if PAIR_VOTES not in contents:
+        raise DataFormatError(
+            Path(mat_path).with_name(PASCAL_CONSENSUS_FILE),
+            f"file does not exist, and {Path(mat_path).name} holds no {PAIR_VOTES!r} votes",
+        )
+    entries = contents[PAIR_VOTES].reshape(-1)
+    if len(entries) != n_pairs:
+        raise DataFormatError(mat_path, f"{len(entries)} {PAIR_VOTES} entries for {n_pairs} pairs")
+    preferences = []
+    for index, entry in enumerate(entries):
+        try:
+            votes = entry[PAIR_VOTES] if entry.dtype.names else entry
+            votes = np.asarray(
+                [_mat_value(v) for v in np.asarray(votes, dtype=object).reshape(-1)], dtype=float
+            ).reshape(-1)
+        except (ValueError, TypeError, KeyError, IndexError) as error:
+            raise DataFormatError(mat_path, f"{PAIR_VOTES} of pair {index}: {error}") from error
+        if votes.size == 0 or not np.isin(votes, (VOTE_FOR_B, VOTE_FOR_C)).all():
+            raise DataFormatError(
+                mat_path, f"{PAIR_VOTES} of pair {index}: votes {votes.tolist()} are not +1 or -1"
+            )
+        preferences.append(float(np.mean(votes == VOTE_FOR_B)))
+    return preferences
+
+
+def pascal_votes_file(mat_path: str | Path, consensus_path: str | Path | None = None) -> Path:
+    """The file whose votes ``read_pascal50s`` reads: ``consensus_pascal.mat`` where it
+    is (given, or beside ``mat_path``), else ``pair_pascal.mat`` itself (its ``result``)."""
+    consensus = Path(consensus_path or Path(mat_path).with_name(PASCAL_CONSENSUS_FILE))
+    return consensus if consensus_path or consensus.exists() else Path(mat_path)
+
+
 def read_pascal50s_references(path: str | Path) -> dict[str, tuple[str, ...]]:
     """``pascal50S.mat``: ``train_sent_final``, per image a struct of ``image`` (its file
     name or address) and ``sent`` (its 50 sentences), keyed by the image's file name."""
@@ -131,12 +177,19 @@ def read_pascal50s(
 
     ``pair_pascal.mat`` holds ``new_input`` (per pair: image file name, caption
     a, caption b), ``category`` (1..4 = HC, HI, HM, MM) and ``new_data`` (the
-    two captions' sources, unused here). The human votes live in
-    ``consensus_pascal.mat`` (default: beside ``mat_path``): ``triplets``, 48 per
-    pair in pair order, each (reference A, sentence B, sentence C, winner) where
-    winner 1 picks B and -1 picks C. References are ``references`` (image file name ->
-    captions) when given, else the 50 sentences of ``pascal50S.mat`` beside
-    ``mat_path`` when it is there, else the triplets' A sentences.
+    two captions' sources, unused here). The human votes are read from
+    ``consensus_pascal.mat`` when it is given or beside ``mat_path``: ``triplets``, 48
+    per pair in pair order, each (reference A, sentence B, sentence C, winner) where
+    winner 1 picks B and -1 picks C. Without it, as the file is released, they are
+    ``pair_pascal.mat``'s own ``result``: 11 votes a pair (10 for six pairs), +1 for
+    caption a and -1 for b (``pascal_votes_file`` says which was read). References are
+    ``references`` (image file name -> captions) when given, else the 50 sentences of
+    ``pascal50S.mat`` beside ``mat_path`` when it is there, else the triplets' A
+    sentences.
+
+    Raises:
+        DataFormatError: a file that is missing or malformed, named with the pair or
+            triplet at fault; votes from ``result`` with no references to score against.
     """
     mat = _load_mat(mat_path, ["new_input", "category"])
     pairs = []
@@ -155,15 +208,24 @@ def read_pascal50s(
             raise DataFormatError(mat_path, f"pair {index} has category {code!r}, not 1..4")
         categories.append(PASCAL_CATEGORIES[int(code)])
 
-    consensus_path = consensus_path or Path(mat_path).with_name(PASCAL_CONSENSUS_FILE)
-    preferences, vote_references = _pascal_votes(consensus_path, pairs, mat_path)
+    votes_file = pascal_votes_file(mat_path, consensus_path)
+    if votes_file == Path(mat_path):
+        preferences, vote_references = _pair_votes(mat_path, len(pairs)), None
+    else:
+        preferences, vote_references = _pascal_votes(votes_file, pairs, mat_path)
     beside = Path(mat_path).with_name(PASCAL_REFERENCES_FILE)
     if references is None and beside.exists():
         references = read_pascal50s_references(beside)
         pairs = [(Path(image).name, a, b) for image, a, b in pairs]
+    if references is None and vote_references is None:
+        raise DataFormatError(
+            mat_path,
+            f"its votes come without references: put {PASCAL_REFERENCES_FILE} (the 50 "
+            f"sentences an image) or {PASCAL_CONSENSUS_FILE} beside it",
+        )
     judgments = []
     for index, ((image, a, b), category) in enumerate(zip(pairs, categories, strict=True)):
-        if references is None:
+        if references is None and vote_references is not None:
             image_refs = vote_references[index]
         elif image in references:
             image_refs = tuple(references[image])

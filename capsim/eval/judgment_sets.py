@@ -16,9 +16,14 @@ from pathlib import Path
 
 from capsim.data import judgment_files
 from capsim.data import judgments as judgment_readers
-from capsim.data.captions import read_flickr8k_tokens, read_references_json, split_flickr8k_id
+from capsim.data.captions import (
+    UTF8_BOM,
+    read_flickr8k_tokens,
+    read_references_json,
+    split_flickr8k_id,
+)
 from capsim.data.judgments import Judgment, PairJudgment
-from capsim.data.pascal50s import PASCAL_PAIRS_FILE, read_pascal50s
+from capsim.data.pascal50s import PASCAL_PAIRS_FILE, pascal_votes_file, read_pascal50s
 from capsim.errors import DataFormatError
 
 References = Mapping[str, list[str]]  # image id -> reference captions
@@ -77,7 +82,7 @@ def _is_json(path: Path) -> bool:
     if not path.is_file():
         return False
     with path.open("rb") as handle:
-        return handle.read(64).lstrip()[:1] in (b"{", b"[")
+        return handle.read(64).removeprefix(UTF8_BOM).lstrip()[:1] in (b"{", b"[")
 
 
 def _read_pascal50s(path: Path, references: References | None) -> list[PairJudgment]:
@@ -89,9 +94,15 @@ def _read_pascal50s(path: Path, references: References | None) -> list[PairJudgm
 
 
 def pascal50s_labels(path: str | Path) -> str:
-    """Which human labels a PASCAL-50S path brings: the JSON's or the MATLAB votes."""
-    if _is_json(Path(path)):
+    """Which human labels a PASCAL-50S path brings: the JSON's, the 48 triplet votes of
+    consensus_pascal.mat, or pair_pascal.mat's own votes (as released, without it)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / PASCAL_PAIRS_FILE
+    if _is_json(path):
         return "the JSON file's label field (one preferred caption a pair)"
+    if pascal_votes_file(path) == path:
+        return "the majority of a pair's 10-11 votes in pair_pascal.mat's result (ties left out)"
     return "the majority of the 48 votes a pair in consensus_pascal.mat (ties left out)"
 
 
