@@ -4,9 +4,10 @@ One row per job folder (its swept values, status, metrics and log). When the gri
 repeats configurations over seeds (a ``seed`` column, e.g. the sweep configs'
 ``seeds=K``), each configuration with two or more finished seeds also gets its mean
 over them with a 95% interval: mean ± t(0.975, n-1) · s / sqrt(n), s the standard
-deviation over seeds (n - 1 in its denominator). The interval says where the
-configuration's mean would fall were it retrained with other seeds; two
-configurations whose intervals overlap much are not told apart by this many seeds.
+deviation over seeds (n - 1 in its denominator). The interval is the range for the
+configuration's expected value over seeds (a confidence interval for the mean), not
+where the mean of n other seeds would fall (a prediction interval, about √2 wider);
+two configurations whose intervals overlap much are not told apart by this many seeds.
 """
 
 from __future__ import annotations
