@@ -103,7 +103,15 @@ def caption_sources(
 
 # How the members of a pack train (capsim.train.members): one vmapped step, or the
 # compiled step for each in turn. Here, without JAX, for the launchers' flags.
-MEMBER_MODES = ("vmapped", "in turn")
+VMAPPED, IN_TURN = "vmapped", "in_turn"
+MEMBER_MODES = (VMAPPED, IN_TURN)
+# Earlier spellings still accepted on the command line ("in turn" needed quoting).
+MEMBER_MODE_ALIASES = {"in turn": IN_TURN, "in-turn": IN_TURN}
+
+
+def member_mode_name(value: str) -> str:
+    """A ``--member_mode`` value in its one spelling: "auto", "vmapped" or "in_turn"."""
+    return MEMBER_MODE_ALIASES.get(value, value)
 
 
 def seed_sweep(hyper, seeds: int) -> list[list[dict]]:

@@ -1,7 +1,7 @@
 """Several jobs of a grid trained by one process: a pack of members.
 
     python -m launch.pack --train_module vtfn_jax.train --config=FILE[:ARG] \
-        [--member_mode auto|vmapped|in turn] JOB_DIR [JOB_DIR ...]
+        [--member_mode auto|vmapped|in_turn] JOB_DIR [JOB_DIR ...]
 
 ``launch.sweep --pack N`` starts this for up to N jobs that differ only in member keys
 (``MEMBER_KEYS``: the seed, the optimizer's numbers, the loss's scalars, dropout rates).
@@ -20,8 +20,9 @@ which, under ``"pack"``.
 In turn, a member that fails is recorded (its log holds the traceback) and the next one
 runs; vmapped, an error stops the group. Members whose folder already holds results.json
 are skipped, so rerunning the same command (a requeued SLURM array task) resumes the
-pack; a pack left with one member runs it in turn, as the solo run it is. A SIGTERM saves the running members'
-checkpoints, as a solo run does, and ends the pack: the next sweep resumes them all.
+pack; a pack left with one member runs it in turn, as the solo run it is. A SIGTERM
+saves the running members' checkpoints, as a solo run does, and ends the pack: the next
+sweep resumes them all.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from capsim.config_lib import MEMBER_MODES
+from capsim.config_lib import IN_TURN, MEMBER_MODES, member_mode_name
 from capsim.workdir import RESULTS_FILE
 
 # Override keys whose values may differ between the members of one pack: the rest
@@ -146,7 +147,7 @@ def run_pack(
     if not job_dirs:
         return 0
     if len(job_dirs) == 1:
-        mode = "in turn"  # one member is a solo run, to the bit
+        mode = IN_TURN  # one member is a solo run, to the bit
     config_file, _, arg = config.partition(":")
     module = load_config_module(config_file)
     declare = importlib.import_module(train_module).declare
@@ -158,7 +159,7 @@ def run_pack(
         member.lock()
         apply_overrides(member, json.loads((job_dir / "overrides.json").read_text()))
         configs.append(member)
-    groups = [list(range(len(job_dirs)))] if mode == "in turn" else vmapped_groups(configs)
+    groups = [list(range(len(job_dirs)))] if mode == IN_TURN else vmapped_groups(configs)
     failed = 0
     for group in groups:
         dirs = [job_dirs[k] for k in group]
@@ -204,6 +205,7 @@ def add_member_mode_flag(parser: argparse.ArgumentParser) -> None:
     """``--member_mode``, shared by launch.sweep and this command."""
     parser.add_argument(
         "--member_mode",
+        type=member_mode_name,
         choices=("auto", *MEMBER_MODES),
         default="auto",
         help="how a pack's members train: one vmapped step, in turn, or (auto) the faster "

@@ -91,7 +91,7 @@ def test_toy_run_prints_each_row_and_writes_every_row(toy_run):
         row = rows[key]
         assert row["status"] == "ok", row
         assert row["packed_examples_per_second"] > 0 and row["sequential_examples_per_second"] > 0
-        assert row["mode"] in ("vmapped", "in turn") and row["throughput"] > 0
+        assert row["mode"] in ("vmapped", "in_turn") and row["throughput"] > 0
     for key in levers:
         row = rows[key]
         assert row["status"] == "ok", row

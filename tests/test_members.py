@@ -89,8 +89,8 @@ def test_the_member_mode_follows_the_measured_rule():
     large_bow = BowEncoder(10_000, 300, rngs=nnx.Rngs(0))
     gru = nnx.RNN(nnx.GRUCell(8, 16, rngs=nnx.Rngs(0)))
     assert members.member_mode(small_bow, "cpu") == "vmapped"
-    assert members.member_mode(large_bow, "cpu") == "in turn"  # 3M parameters
-    assert members.member_mode(gru, "cpu") == "in turn"  # a scan
+    assert members.member_mode(large_bow, "cpu") == "in_turn"  # 3M parameters
+    assert members.member_mode(gru, "cpu") == "in_turn"  # a scan
     assert members.member_mode(gru, "gpu") == "vmapped"
     assert members.member_mode(large_bow, "tpu") == "vmapped"
 

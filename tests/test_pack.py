@@ -4,6 +4,7 @@ its solo run; a failing member does not stop the others; a SIGTERM ends the pack
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -79,7 +80,7 @@ def test_a_pack_runs_its_members_in_turn(tmp_path, monkeypatch, capsys):
     dirs = [workdir / job.name for job in jobs]
     assert pack.run_pack("fake_train", str(config), dirs) == 1
     results = json.loads((dirs[2] / "results.json").read_text())
-    assert results == {"score": 20, "pack": {"mode": "in turn", "members": 5, "index": 2}}
+    assert results == {"score": 20, "pack": {"mode": "in_turn", "members": 5, "index": 2}}
     assert "training seed 2" in (dirs[2] / "log.txt").read_text()
     assert "RuntimeError: member 1 fails" in (dirs[1] / "log.txt").read_text()
     assert json.loads((dirs[1] / "job.json").read_text())["returncode"] == 1
@@ -134,7 +135,7 @@ def _trained(job_dir: Path) -> tuple[list[dict], dict]:
 
 
 @pytest.mark.slow  # 6 trainings of 50 steps per model and mode, 3 in processes of their own
-@pytest.mark.parametrize("mode", ["in turn", "vmapped"])
+@pytest.mark.parametrize("mode", ["in_turn", "vmapped"])
 @pytest.mark.parametrize(
     "base, arg",
     [
@@ -158,7 +159,7 @@ def test_a_packed_member_equals_its_solo_run(tmp_path, base, arg, mode):
         packed_rows, packed = _trained(tmp_path / "packed" / name)
         losses = [row for row in solo_rows if "train/loss" in row]
         assert solo_rows[-1]["step"] >= 50 and len(losses) >= 5
-        if mode == "in turn":
+        if mode == "in_turn":
             assert packed_rows == solo_rows and packed == solo
         else:
             _assert_close(packed_rows, solo_rows, name)
@@ -166,7 +167,7 @@ def test_a_packed_member_equals_its_solo_run(tmp_path, base, arg, mode):
         pack_info = json.loads((tmp_path / "packed" / name / "results.json").read_text())["pack"]
         assert pack_info["mode"] == mode
         sizes.append(pack_info["members"])
-    assert max(sizes) == (3 if mode == "in turn" else 2) or sizes == [3, 3, 3]
+    assert max(sizes) == (3 if mode == "in_turn" else 2) or sizes == [3, 3, 3]
 
 
 def _assert_close(a: object, b: object, where: str) -> None:
@@ -186,7 +187,7 @@ def _assert_close(a: object, b: object, where: str) -> None:
 
 
 @pytest.mark.slow  # an uninterrupted pack, a killed one and its resumption (about 60 s a mode)
-@pytest.mark.parametrize("mode", ["in turn", "vmapped"])
+@pytest.mark.parametrize("mode", ["in_turn", "vmapped"])
 def test_a_pack_killed_mid_member_resumes_to_the_uninterrupted_pack(tmp_path, mode):
     """SIGKILL to the whole sweep at a seeded step of the second member; the same command
     again skips a finished member, resumes the killed ones from their checkpoints, and
@@ -216,7 +217,7 @@ def test_a_pack_killed_mid_member_resumes_to_the_uninterrupted_pack(tmp_path, mo
     assert process.poll() is None, "the pack ended before the kill"
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    assert (killed / names[0] / "results.json").exists() == (mode == "in turn")
+    assert (killed / names[0] / "results.json").exists() == (mode == "in_turn")
     assert not (killed / names[1] / "results.json").exists()
     assert sweep.run_sweep(config, killed, **flags) == 0
     for name in names:
@@ -255,3 +256,14 @@ def test_pack_auto_puts_a_shape_in_one_process_that_fits_memory(tmp_path):
         text=True,
     )
     assert refused.returncode == 2 and "--pack" in refused.stderr
+
+
+def test_member_mode_flag_has_one_spelling_and_keeps_the_old_one():
+    """``in_turn`` needs no quoting; the old ``'in turn'`` still means the same."""
+    parser = argparse.ArgumentParser()
+    pack.add_member_mode_flag(parser)
+    assert parser.parse_args(["--member_mode", "in_turn"]).member_mode == "in_turn"
+    assert parser.parse_args(["--member_mode", "in turn"]).member_mode == "in_turn"
+    assert parser.parse_args([]).member_mode == "auto"
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--member_mode", "sideways"])

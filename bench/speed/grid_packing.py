@@ -48,11 +48,11 @@ def settings(seeds: int) -> dict[str, list[str]]:
     return {
         "--jobs 2 --pack 1 (a process a job)": ["--jobs", "2", "--pack", "1"],
         f"--pack {seeds} (one process; auto: vmapped)": ["--pack", str(seeds)],
-        f"--pack {seeds} --member_mode 'in turn'": [
+        f"--pack {seeds} --member_mode in_turn": [
             "--pack",
             str(seeds),
             "--member_mode",
-            "in turn",
+            "in_turn",
         ],
         f"--pack {seeds // 2} --jobs 2 (auto: vmapped)": ["--pack", str(seeds // 2), "--jobs", "2"],
     }

@@ -23,6 +23,7 @@ from flax import nnx
 
 from bench.cases.catalogue import CASES, PAPER, TOY, CaseSizes
 from bench.cases.placed import placed_batch
+from capsim.config_lib import IN_TURN
 from capsim.tables import format_cells
 from capsim.train import Trainer
 from capsim.train.members import PackTrainer
@@ -81,18 +82,18 @@ def member_row(
     except MemoryFitError as error:
         return _in_turn_only(name, size, case.sizes, members, rounds, min_seconds, in_turn, error)
 
-    seconds: dict[str, list[float]] = {"vmapped": [], "in turn": []}
+    seconds: dict[str, list[float]] = {"vmapped": [], IN_TURN: []}
     for index in range(rounds):
-        order = [("vmapped", together), ("in turn", in_turn)]
+        order = [("vmapped", together), (IN_TURN, in_turn)]
         for mode, run in order if index % 2 == 0 else order[::-1]:
             seconds[mode].append(_timed(run, min_seconds))
     examples = members * BATCH
     vmapped_rate = examples / statistics.median(seconds["vmapped"])
-    in_turn_rate = examples / statistics.median(seconds["in turn"])
+    in_turn_rate = examples / statistics.median(seconds[IN_TURN])
     return {
         "name": f"{name.removesuffix(' paper scale')}, {size} sizes",
         "members": members,
-        "mode": "vmapped" if vmapped_rate > in_turn_rate else "in turn",
+        "mode": "vmapped" if vmapped_rate > in_turn_rate else IN_TURN,
         "packed_examples_per_second": vmapped_rate,
         "sequential_examples_per_second": in_turn_rate,
         "vmapped_over_in_turn": vmapped_rate / in_turn_rate,
@@ -116,7 +117,7 @@ def _in_turn_only(
     return {
         "name": f"{name.removesuffix(' paper scale')}, {size} sizes",
         "members": members,
-        "mode": "in turn",
+        "mode": IN_TURN,
         "packed_examples_per_second": None,
         "sequential_examples_per_second": members * BATCH / seconds,
         "vmapped_over_in_turn": None,

@@ -30,6 +30,7 @@ import numpy as np
 from flax import nnx
 
 from capsim import mesh as mesh_lib
+from capsim.config_lib import IN_TURN, VMAPPED
 from capsim.task import LossFn
 from capsim.train.faults import Preemption, exit_on_failure
 from capsim.train.lock import hold_workdir
@@ -74,7 +75,7 @@ def member_mode(model: nnx.Module, backend: str | None = None) -> str:
         return "vmapped"
     parameters = sum(x.size for x in jax.tree.leaves(nnx.state(model, nnx.Param)))
     small = parameters <= CPU_VMAPPED_MAX_PARAMETERS
-    return "vmapped" if small and not _has_scan(model) else "in turn"
+    return VMAPPED if small and not _has_scan(model) else IN_TURN
 
 
 def _has_scan(model: nnx.Module) -> bool:

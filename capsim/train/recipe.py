@@ -20,7 +20,7 @@ import ml_collections
 
 from capsim import mesh as mesh_lib
 from capsim.checkpoints import restore_model
-from capsim.config_lib import MEMBER_MODES
+from capsim.config_lib import IN_TURN, MEMBER_MODES
 from capsim.eval.evaluators import Evaluators
 from capsim.tables import format_table, results_rows
 from capsim.task import Task
@@ -101,7 +101,7 @@ def train_and_evaluate_pack(
     """The members of a pack (capsim.train.members), each the run ``train_and_evaluate``
     would make of its config and workdir; returns each member's results, or the error
     that stopped it (a member's error does not stop the others in turn; vmapped, it
-    stops them all). ``mode``: "vmapped", "in turn" or "auto" (``member_mode`` of the
+    stops them all). ``mode``: "vmapped", "in_turn" or "auto" (``member_mode`` of the
     first member's model). Each results.json records how its member ran, under "pack".
     ``member_output(k)`` is entered around all member k prints (its log);
     ``finished(k, outcome)`` is called as member k ends. Vmapped members that do not fit
@@ -115,13 +115,13 @@ def train_and_evaluate_pack(
             declared.append(_declared(config, workdir, declare))
     tasks = [task for _, task in declared]
     if any(task.fit is not None for task in tasks):
-        mode = "in turn"  # a model fit without gradient steps has no step to vmap
+        mode = IN_TURN  # a model fit without gradient steps has no step to vmap
     if mode == "auto":
         mode = member_mode(tasks[0].model)
     if mode not in MEMBER_MODES:
         raise ValueError(f"member mode {mode!r}: expected one of {MEMBER_MODES} or 'auto'")
     logging.warning("%d members %s", len(tasks), mode)
-    if mode == "in turn":
+    if mode == IN_TURN:
         in_turn: list[dict | Exception] = []
         for index, (config, (workdir, task)) in enumerate(zip(configs, declared, strict=True)):
             with output(index):
