@@ -13,7 +13,11 @@ held-out dev images only) into a temporary file. Then:
    embedded once per model, and each setting re-aligns them. The one-vector way beside.
 2. ``report``: ``capsim.metaeval`` on the pairs file (every built-in metric, I2CE of
    both models both ways, ``--bootstrap`` resamples of documents, PERM-BOTH clusters).
-3. ``expert``: Flickr8k-Expert τc of ``base`` by the default way (``auto``) and whole,
+3. ``swap``: the same report on the meta-evaluation bench's 500 generated paragraph
+   pairs (bench/quality/metaeval_report.py: 20-image documents of any COCO val2017
+   images, a quarter or a half of the sentences swapped for another document's), a
+   second check that nothing was tuned on; ``base`` was trained on most of those captions.
+4. ``expert``: Flickr8k-Expert τc of ``base`` by the default way (``auto``) and whole,
    how many captions went by sentences and the largest score change of those that did
    not (0.0: bit for bit).
 
@@ -185,7 +189,7 @@ def _value(cell: float | dict) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", default="sweep,report,expert")
+    parser.add_argument("--only", default="sweep,report,swap,expert")
     parser.add_argument("--seed", type=int, default=0, help="the pair set's seed")
     parser.add_argument("--bootstrap", type=int, default=1000)
     parser.add_argument("--write", action="store_true")
@@ -214,6 +218,22 @@ def main() -> None:
             print(text)
             if args.write:
                 record_results("long_captions", result, SECTION, f"{facts}\n\n{text}", "pairs")
+        if "swap" in parts:
+            from bench.quality.metaeval_report import write_long_pairs
+
+            swap_path = tmp_dir / "swap_pairs.jsonl"
+            lengths = write_long_pairs(swap_path, 500)
+            swap_dir = tmp_dir / "swap"
+            swap_dir.mkdir()
+            result = report(swap_path, args.bootstrap, swap_dir)
+            text = (
+                f"bench/quality/metaeval_report.py's 500 pairs (seed 0), paragraphs of "
+                f"{lengths['mean']:.0f} words [{lengths['min']}, {lengths['max']}]\n\n"
+                + report_table(result)
+            )
+            print(text)
+            if args.write:
+                record_results("long_captions", result, SECTION, text, "swap")
         if "expert" in parts:
             found = expert(tmp_dir)
             measured = found["report"]["sets"]["flickr8k_expert"]["metrics"]

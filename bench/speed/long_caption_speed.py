@@ -6,8 +6,9 @@ COCOEvalCap drop-in's BLEU and CIDEr on the same paragraphs (issue 60).
 
 Paragraphs join COCO val2017 captions, each closed by a full stop
 (capsim.eval.long_caption_pairs.paragraph), until ``--words`` words: the candidate of
-paragraph k takes each image's first caption, its ``--references`` references the next
-ones, over the same run of images. Timed as users run them, from raw captions:
+paragraph k takes one caption of each image of a run, its ``--references`` references
+the next ones; a second pass over the images takes their later captions, so no sentence
+is scored twice. Timed as users run them, from raw captions:
 
 - ``I2CE by sentences``: ``I2CEScorer.pretrained().compute_score`` (``sentences="auto"``:
   every paragraph is split and aligned);
@@ -45,6 +46,7 @@ from capsim.tables import format_cells
 from i2ce_jax.scorer import WHOLE, I2CEScorer
 
 SECTION = "## I2CE on long captions"
+CAPTIONS = 5  # every COCO val2017 image has at least five
 
 
 def paragraphs(count: int, words: int, references: int) -> tuple[dict, dict]:
@@ -53,12 +55,18 @@ def paragraphs(count: int, words: int, references: int) -> tuple[dict, dict]:
     by_image: dict[int, list[str]] = {}
     for row in payload["annotations"]:
         by_image.setdefault(row["image_id"], []).append(row["caption"])
-    images = [c for _, c in sorted(by_image.items()) if len(c) > references]
+    slots = references + 1
+    images = [c for _, c in sorted(by_image.items()) if len(c) >= CAPTIONS]
     gts, res, at = {}, {}, 0
     for k in range(count):
         group: list[list[str]] = []
         while sum(len(c[0].split()) for c in group) < words:
-            group.append(images[at % len(images)])
+            # Each pass over the images takes the next captions, so no sentence repeats
+            # (a repeated one would be encoded once and flatter I2CE).
+            first = (at // len(images)) * slots
+            if first + slots > CAPTIONS:
+                raise ValueError(f"{count} paragraphs of {words} words would repeat captions")
+            group.append(images[at % len(images)][first : first + slots])
             at += 1
         res[k] = [paragraph([c[0] for c in group])]
         gts[k] = [paragraph([c[r + 1] for c in group]) for r in range(references)]
