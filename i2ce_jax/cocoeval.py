@@ -4,14 +4,20 @@
     python -m i2ce_jax.cocoeval --annotations captions.json --results results.json
     python -m i2ce_jax.cocoeval --annotations A.json --results sysA.json
         --results sysB.json --bootstrap 1000 --seed 0
+    python -m i2ce_jax.cocoeval --sentences whole --annotations A.json --results R.json
 
 capsim.metrics.cocoeval's evaluator and command (every option, the bootstrap
 included), with the packaged ``base`` model's I2CE passed in as a scorer of the raw
 captions: the shared core never imports a paper package, the paper plugs into it.
+The I2CE column takes the scorer's default path: a caption of several sentences is
+aligned sentence by sentence (docs/long_captions.md). ``--sentences whole|sentences``
+(before capsim's own arguments are read) or ``scorers={"I2CE": i2ce_scorer("whole")}``
+forces a way.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,12 +25,30 @@ from typing import Any
 
 from capsim.cache import use_compilation_cache
 from capsim.metrics import cocoeval
-from i2ce_jax.scorer import I2CEScorer
+from i2ce_jax.scorer import AUTO, SENTENCE_MODES, I2CEScorer
 
 
 def i2ce_score(gts: dict, res: dict) -> tuple[float, Sequence[float]]:
     """The packaged ``base`` model's I2CE of raw captions (pycocoevalcap's contract)."""
     return I2CEScorer.pretrained().compute_score(gts, res)
+
+
+def i2ce_scorer(sentences: str = AUTO) -> cocoeval.RawScorer:
+    """The packaged ``base`` model's I2CE with ``sentences`` (``"auto"``, ``"whole"`` or
+    ``"sentences"``, as ``I2CEScorer``'s) for COCOEvalCap's ``scorers``.
+
+    Raises:
+      ValueError: for an unknown mode.
+    """
+    if sentences not in SENTENCE_MODES:
+        raise ValueError(f"unknown sentences mode {sentences!r}; use one of {SENTENCE_MODES}")
+    if sentences == AUTO:
+        return i2ce_score
+
+    def score(gts: dict, res: dict) -> tuple[float, Sequence[float]]:
+        return I2CEScorer.pretrained(sentences=sentences).compute_score(gts, res)
+
+    return score
 
 
 SCORERS: dict[str, cocoeval.RawScorer] = {"I2CE": i2ce_score}
@@ -44,7 +68,12 @@ class COCOEvalCap(cocoeval.COCOEvalCap):
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return cocoeval.main(argv, scorers=SCORERS)
+    """capsim.metrics.cocoeval's command with the I2CE column; ``--sentences`` chooses its
+    way (default auto)."""
+    first = argparse.ArgumentParser(add_help=False)
+    first.add_argument("--sentences", default=AUTO, choices=SENTENCE_MODES)
+    known, rest = first.parse_known_args(sys.argv[1:] if argv is None else list(argv))
+    return cocoeval.main(rest, scorers={"I2CE": i2ce_scorer(known.sentences)})
 
 
 if __name__ == "__main__":

@@ -263,3 +263,25 @@ def test_the_drop_in_i2ce_column_takes_the_same_path(scorer):
     assert expected.ways == [SENTENCES, WHOLE]
     for image_id, score in zip(res, expected.scores, strict=True):
         assert evaluator.imgToEval[image_id]["I2CE"] == pytest.approx(score, abs=1e-6)
+
+
+def test_the_drop_in_command_forces_a_way(tmp_path, capsys):
+    from i2ce_jax import cocoeval as drop_in
+
+    annotations, results = tmp_path / "annotations.json", tmp_path / "results.json"
+    annotations.write_text(
+        json.dumps(
+            {"images": [{"id": 1}], "annotations": [{"image_id": 1, "id": 1, "caption": REFERENCE}]}
+        )
+    )
+    results.write_text(json.dumps([{"image_id": 1, "caption": CANDIDATE}]))
+    scores = {}
+    for way in ("auto", "whole"):
+        out = tmp_path / f"{way}.json"
+        argv = ["--sentences", way, "--annotations", str(annotations), "--results", str(results)]
+        assert drop_in.main([*argv, "--out", str(out)]) == 0
+        scores[way] = json.loads(out.read_text())
+    with pytest.raises(ValueError, match="sentences mode"):
+        drop_in.i2ce_scorer("paragraphs")
+    assert drop_in.i2ce_scorer() is drop_in.i2ce_score
+    assert scores["auto"] != scores["whole"]
