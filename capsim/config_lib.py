@@ -101,6 +101,20 @@ def caption_sources(
     )
 
 
+# The numbers of the optimizer (capsim.train.optimizer) and of the loss block
+# (config.loss) that members of one pack may differ in: launch.grid's member keys and
+# capsim.train.members' vmapped keys both derive from these. Here, without JAX.
+HYPERPARAMETERS = ("learning_rate", "decay_rate", "decay_steps", "l2")
+LOSS_SCALARS = (
+    "margin",
+    "temperature",
+    "alpha",
+    "weight",
+    "recon_weight",
+    "image_weight",
+    "pivot_weight",
+)
+
 # How the members of a pack train (capsim.train.members): one vmapped step, or the
 # compiled step for each in turn. Here, without JAX, for the launchers' flags.
 VMAPPED, IN_TURN = "vmapped", "in_turn"

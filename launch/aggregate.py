@@ -22,9 +22,8 @@ from scipy import stats
 
 from capsim.tables import format_table
 from capsim.workdir import RESULTS_FILE
+from launch.grid import JOB_FILE, LOG_FILE
 
-JOB_FILE = "job.json"
-LOG_FILE = "log.txt"
 STS_AVERAGE = "avg2016"
 STS_YEAR_METRIC = "spearman_mean"
 SEED_COLUMN = "seed"

@@ -4,7 +4,8 @@
         [--member_mode auto|vmapped|in_turn] JOB_DIR [JOB_DIR ...]
 
 ``launch.sweep --pack N`` starts this for up to N jobs that differ only in member keys
-(``MEMBER_KEYS``: the seed, the optimizer's numbers, the loss's scalars, dropout rates).
+(``launch.grid.MEMBER_KEYS``: the seed, the optimizer's numbers, the loss's scalars,
+dropout rates).
 Each member is the run its job stands for (capsim.train.recipe.train_and_evaluate_pack):
 its own config (the grid's config with its ``overrides.json``) and job folder, so its
 initialisation, data order, schedule, early stopping, checkpoints, ``results.json`` and
@@ -36,51 +37,13 @@ import os
 import sys
 import time
 import traceback
-import types
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from capsim.config_lib import IN_TURN, MEMBER_MODES, member_mode_name
+from capsim.config_lib import IN_TURN
 from capsim.workdir import RESULTS_FILE
-
-# Override keys whose values may differ between the members of one pack: the rest
-# (encoder, sizes, loss kind, batch size, data) set a shape or a function.
-MEMBER_KEYS = (
-    "config.seed",
-    "config.optimizer.learning_rate",
-    "config.optimizer.decay_rate",
-    "config.optimizer.decay_steps",
-    "config.optimizer.l2",
-    "config.loss.margin",
-    "config.loss.temperature",
-    "config.loss.alpha",
-    "config.loss.weight",
-    "config.loss.recon_weight",
-    "config.loss.image_weight",
-    "config.loss.pivot_weight",
-    "config.model.dropout",
-)
-
-
-def load_config_module(path: str | Path) -> types.ModuleType:
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"sweep config {path} does not exist")
-    spec = importlib.util.spec_from_file_location(f"sweep_config_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    for needed in ("get_config", "get_sweep", "TRAIN_MODULE", "METRICS"):
-        if not hasattr(module, needed):
-            raise AttributeError(f"sweep config {path} defines no {needed}")
-    return module
-
-
-def shape_of(overrides: dict[str, object]) -> str:
-    """What jobs must share to be packed: their overrides but the member keys."""
-    return json.dumps(
-        {k: v for k, v in overrides.items() if k not in MEMBER_KEYS}, sort_keys=True, default=str
-    )
+from launch.grid import LOG_FILE, add_member_mode_flag, load_config_module, update_job
 
 
 @contextlib.contextmanager
@@ -103,12 +66,6 @@ def output_to(path: Path) -> Iterator[None]:
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
-
-
-def _record(job_dir: Path, **fields: object) -> None:
-    path = job_dir / "job.json"
-    record = json.loads(path.read_text()) if path.exists() else {"name": job_dir.name}
-    path.write_text(json.dumps({**record, **fields}, indent=2) + "\n")
 
 
 def vmapped_groups(configs: Sequence[Any]) -> list[list[int]]:
@@ -175,7 +132,9 @@ def run_pack(
             returncode = int(isinstance(outcome, Exception))
             failed += returncode
             done.add(index)
-            _record(dirs[index], returncode=returncode, seconds=round(time.monotonic() - began, 1))
+            update_job(
+                dirs[index], returncode=returncode, seconds=round(time.monotonic() - began, 1)
+            )
 
         try:
             train_and_evaluate_pack(
@@ -183,7 +142,7 @@ def run_pack(
                 [str(d) for d in dirs],
                 declare,
                 mode,
-                lambda index, dirs=dirs: output_to(dirs[index] / "log.txt"),
+                lambda index, dirs=dirs: output_to(dirs[index] / LOG_FILE),
                 record,
                 fit_memory,
             )
@@ -195,22 +154,10 @@ def run_pack(
             for index, job_dir in enumerate(dirs):
                 if index in recorded:
                     continue
-                with output_to(job_dir / "log.txt"):
+                with output_to(job_dir / LOG_FILE):
                     traceback.print_exception(error)
                 record(index, error)
     return failed
-
-
-def add_member_mode_flag(parser: argparse.ArgumentParser) -> None:
-    """``--member_mode``, shared by launch.sweep and this command."""
-    parser.add_argument(
-        "--member_mode",
-        type=member_mode_name,
-        choices=("auto", *MEMBER_MODES),
-        default="auto",
-        help="how a pack's members train: one vmapped step, in turn, or (auto) the faster "
-        "for the backend and model, as measured (capsim.train.members.member_mode)",
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

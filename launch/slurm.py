@@ -4,8 +4,8 @@
 array task that runs the very command a local grid runs for it (``python -m launch.pack
 ...``), so members, member modes and results are the local grid's. SLURM does the
 queueing (``--max_running`` is the array's ``%N`` throttle), the retries and the requeues;
-this module only writes the batch script, submits it with ``sbatch``, and reads
-``squeue``/``sacct`` back.
+this module only writes the batch script and submits it with ``sbatch``
+(launch.slurm_status reads ``squeue``/``sacct`` back).
 
 **Why a batch script of our own, not submitit.** A task's whole behaviour is one short
 bash file kept in ``WORKDIR/slurm/`` that a user reads, edits and submits again with
@@ -25,6 +25,7 @@ checkpoints and skips the finished ones. A task whose pack fails is never requeu
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import datetime
 import json
@@ -32,17 +33,22 @@ import re
 import shlex
 import shutil
 import subprocess
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from capsim.tables import format_table
-from capsim.workdir import RESULTS_FILE
-from launch.aggregate import JOB_FILE, LOG_FILE
+from launch.grid import LOG_FILE, PACK_LOGS, Job, prepare_job, update_job
+from launch.slurm_status import (
+    DEFAULT_POLL_SECONDS,
+    GRID_DIR,
+    RECORD_FILE,
+    TASK_LOGS,
+    SlurmError,
+    finish_slurm_grid,
+    read_record,
+)
 
-GRID_DIR = "slurm"  # WORKDIR/slurm: the scripts, the grid's record, the tasks' output
-RECORD_FILE = "grid.json"
-TASK_LOGS = "logs"
+REPO = Path(__file__).resolve().parent.parent  # array tasks run from here (python -m launch.pack)
+
 # sbatch options the grid's script sets itself: a --slurm key may not override them.
 RESERVED_OPTIONS = (
     "array",
@@ -58,29 +64,6 @@ RESERVED_OPTIONS = (
     "wrap",
     "wait",
 )
-SQUEUE_FIELDS = "ArrayTaskID:|,State:|,Reason:|,RestartCnt:|"
-# squeue states (it lists ended tasks too, for MinJobAge, with -t all): a task that holds
-# or is about to hold a node; a task that has ended for good. Any other state (PENDING,
-# REQUEUED while a requeued task completes, REQUEUE_HOLD, SUSPENDED, ...) is still queued.
-RUNNING_STATES = ("RUNNING", "COMPLETING", "CONFIGURING", "SIGNALING", "STAGE_OUT")
-ENDED_STATES = (
-    "COMPLETED",
-    "FAILED",
-    "CANCELLED",
-    "TIMEOUT",
-    "NODE_FAIL",
-    "BOOT_FAIL",
-    "DEADLINE",
-    "OUT_OF_MEMORY",
-    "PREEMPTED",
-    "SPECIAL_EXIT",
-)
-NO_ANSWER = "the scheduler did not answer"
-UNANSWERED_POLLS = 10  # --wait gives up on a scheduler silent this many polls in a row
-
-
-class SlurmError(RuntimeError):
-    """A grid that cannot be sent as it is: nothing was submitted."""
 
 
 @dataclasses.dataclass
@@ -163,86 +146,6 @@ def check_options(resources: Resources) -> None:
         raise SlurmError(f"--max_running must be >= 1, got {resources.max_running}")
     if resources.signal_seconds < 1 or resources.max_requeues < 0:
         raise SlurmError("--signal_seconds must be >= 1 and --max_requeues >= 0")
-
-
-def read_record(workdir: Path) -> dict:
-    """The grid's record (WORKDIR/slurm/grid.json): its config and every submission."""
-    path = Path(workdir) / GRID_DIR / RECORD_FILE
-    return json.loads(path.read_text()) if path.exists() else {"submissions": []}
-
-
-def _squeue(array_id: str) -> list[dict[str, str]] | None:
-    """The array's tasks squeue knows (queued, and ended ones for MinJobAge), one dict
-    each; None where squeue does not answer."""
-    squeue = shutil.which("squeue")
-    if squeue is None:
-        return None
-    done = subprocess.run(
-        [squeue, "-h", "-r", "-t", "all", "-j", array_id, "-O", SQUEUE_FIELDS],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode:
-        # A job id the controller has forgotten (MinJobAge passed) is not in the queue.
-        return [] if "Invalid job id" in done.stderr else None
-    tasks = []
-    for line in done.stdout.splitlines():
-        fields = [field.strip() for field in line.split("|")]
-        if len(fields) >= 4:
-            tasks.append(dict(zip(("task", "state", "reason", "restarts"), fields, strict=False)))
-    return tasks
-
-
-def _sacct(array_id: str) -> dict[str, dict[str, str]]:
-    """Each array task's final state and exit code, where accounting is kept; else {}."""
-    sacct = shutil.which("sacct")
-    if sacct is None:
-        return {}
-    done = subprocess.run(
-        [sacct, "-n", "-P", "-X", "-j", array_id, "-o", "JobID,State,ExitCode"],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode:
-        return {}
-    states = {}
-    for line in done.stdout.splitlines():
-        job_id, _, rest = line.partition("|")
-        state, _, exit_code = rest.partition("|")
-        if "_" in job_id:
-            states[job_id.split("_", 1)[1]] = {"state": state.split()[0], "exit": exit_code}
-    return states
-
-
-def live_arrays(workdir: Path) -> dict[str, list[dict[str, str]]]:
-    """The workdir's submitted arrays that still have tasks in the queue.
-
-    Raises:
-        SlurmError: squeue does not answer, so whether the grid runs cannot be told.
-    """
-    live = {}
-    for submission in read_record(workdir)["submissions"]:
-        tasks = _squeue(submission["array_job_id"])
-        if tasks is None:
-            raise SlurmError(f"squeue does not answer: cannot tell whether {workdir}'s grid runs")
-        tasks = [task for task in tasks if task["state"] not in ENDED_STATES]
-        if tasks:
-            live[submission["array_job_id"]] = tasks
-    return live
-
-
-def check_not_owned(workdir: Path) -> None:
-    """A workdir belongs to one live grid at a time."""
-    if not (Path(workdir) / GRID_DIR / RECORD_FILE).exists():
-        return
-    live = live_arrays(workdir)
-    if live:
-        ids = ", ".join(live)
-        raise SlurmError(
-            f"{workdir} belongs to a grid still in the queue (job array {ids}): follow it with "
-            f"python -m launch.sweep --status --wait --workdir={workdir}, or scancel {ids} "
-            "first; nothing was submitted"
-        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -366,105 +269,110 @@ def submit(
     return array_id
 
 
-def _last_line(path: Path) -> str:
-    if not path.exists():
-        return ""
-    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
-    return lines[-1][:200] if lines else ""
+def send_grid(
+    workdir: Path,
+    tasks: Sequence[Sequence[Job]],
+    commands: Sequence[list[str]],
+    packed: bool,
+    resources: Resources,
+    grid_facts: Mapping[str, str],
+    metrics: Mapping[str, Sequence[str]],
+    wait: bool,
+    poll_seconds: float,
+) -> int:
+    """Submits the tasks (packs when ``packed``, else single jobs) as one job array (nothing
+    when every job is done); with ``wait``, follows it and writes the table. Returns the number of failed jobs (0 when not waiting)."""
+    if tasks:
+        array_tasks = []
+        root = workdir.resolve()
+        for task, command in zip(tasks, commands, strict=True):
+            names = [job.name for job in task]
+            for job in task:
+                prepare_job(job, workdir, command, **({"pack": names} if packed else {}))
+            log = root / PACK_LOGS / f"{names[0]}.log" if packed else root / names[0] / LOG_FILE
+            array_tasks.append(Task(command, [root / n for n in names], log))
+        array_id = submit(workdir, array_tasks, resources, REPO, grid_facts)
+        for task_index, task in enumerate(tasks):
+            for job in task:
+                update_job(workdir / job.name, slurm={"array_job_id": array_id, "task": task_index})
+        throttle = f", at most {resources.max_running} at once" if resources.max_running else ""
+        print(
+            f"submitted job array {array_id}: {len(tasks)} tasks{throttle} "
+            f"(script {workdir / GRID_DIR}, their output in "
+            f"{workdir / GRID_DIR / TASK_LOGS})",
+            flush=True,
+        )
+        if not wait:
+            print(f"follow it: python -m launch.sweep --status --workdir={workdir} [--wait]")
+            return 0
+    return finish_slurm_grid(workdir, metrics, poll_seconds if wait else None)
 
 
-def job_states(workdir: Path) -> list[dict[str, str]]:
-    """Each job of the grid: done, failed, running, requeued, pending or not run, with its
-    array task, restarts and (failed) its log's last line. Reads the job folders, then
-    ``squeue`` for what is queued and ``sacct`` for what ended, where they answer."""
-    workdir = Path(workdir)
-    queues: dict[str, list[dict[str, str]] | None] = {}
-    ended: dict[str, dict[str, dict[str, str]]] = {}
-    rows = []
-    for job_file in sorted(workdir.glob(f"*/{JOB_FILE}")):
-        job_dir = job_file.parent
-        record = json.loads(job_file.read_text())
-        slurm = record.get("slurm") or {}
-        array_id, task = slurm.get("array_job_id"), str(slurm.get("task", ""))
-        row = {"job": job_dir.name, "state": "", "array task": "", "restarts": "", "detail": ""}
-        if array_id:
-            row["array task"] = f"{array_id}_{task}"
-        if array_id and array_id not in queues:
-            queues[array_id] = _squeue(array_id)
-        listed = next((t for t in queues.get(array_id) or [] if t["task"] == task), None)
-        if listed:
-            row["restarts"] = listed["restarts"]
-        queued = listed if listed and listed["state"] not in ENDED_STATES else None
-        if (job_dir / RESULTS_FILE).exists():
-            row["state"] = "done"
-        elif record.get("returncode") not in (None, 0) or "slurm_state" in record:
-            row["state"] = "failed"
-        elif queued is not None:
-            if queued["state"] in RUNNING_STATES:
-                row["state"] = "running"
-            elif queued["restarts"] not in ("", "0") or "REQUEUE" in queued["state"]:
-                row["state"] = "requeued"
-            else:
-                row["state"] = "pending"
-            row["detail"] = queued["reason"] if queued["reason"] != "None" else ""
-        elif not array_id:
-            row["state"] = "not run"
-        elif queues.get(array_id) is None:
-            row["state"], row["detail"] = "unknown", NO_ANSWER
-        else:
-            row["state"] = "failed"  # the task ended and the job has no results
-            if listed is None and array_id not in ended:
-                ended[array_id] = _sacct(array_id)
-            final = ended.get(array_id, {}).get(task)
-            if listed:
-                row["detail"] = f"{listed['state']}; "
-            elif final:
-                row["detail"] = f"{final['state']} (exit {final['exit']}); "
-        if row["state"] == "failed":
-            row["detail"] += _last_line(job_dir / LOG_FILE)
-        rows.append(row)
-    return rows
+def add_slurm_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``launch.sweep --cluster=slurm`` and ``--status``."""
+    group = parser.add_argument_group(
+        "SLURM (--cluster=slurm)", "what each array task asks for; see launch/slurm.py"
+    )
+    group.add_argument("--partition", default=None)
+    group.add_argument("--time", default=None, help="each task's time limit, e.g. 4:00:00")
+    group.add_argument("--gpus_per_task", type=int, default=None)
+    group.add_argument("--cpus_per_task", type=int, default=None)
+    group.add_argument("--mem", default=None, help="e.g. 32G")
+    group.add_argument("--account", default=None)
+    group.add_argument(
+        "--slurm",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="any other sbatch option, e.g. --slurm qos=high --slurm constraint=a100 (repeat)",
+    )
+    group.add_argument(
+        "--max_running", type=int, default=None, help="tasks running at once (the array's %%N)"
+    )
+    group.add_argument(
+        "--signal_seconds",
+        type=int,
+        default=Resources.signal_seconds,
+        help="SIGUSR1 this long before a task's time limit: its members save, it requeues",
+    )
+    group.add_argument(
+        "--max_requeues",
+        type=int,
+        default=Resources.max_requeues,
+        help="a task requeues itself at its time limit at most this many times",
+    )
+    group.add_argument(
+        "--wait", action="store_true", help="follow the grid to its end, then write the table"
+    )
+    group.add_argument(
+        "--status",
+        action="store_true",
+        help="show each job of the grid in --workdir (done, running, pending, requeued, "
+        "failed); writes the table once every job has ended",
+    )
+    group.add_argument(
+        "--poll_seconds",
+        type=float,
+        default=DEFAULT_POLL_SECONDS,
+        help="how often --wait asks the scheduler",
+    )
 
 
-def print_states(rows: Sequence[Mapping[str, str]]) -> None:
-    counts = {}
-    for row in rows:
-        counts[row["state"]] = counts.get(row["state"], 0) + 1
-    print(format_table(rows, ["job", "state", "array task", "restarts", "detail"]))
-    print(", ".join(f"{n} {state}" for state, n in counts.items()) or "no jobs", flush=True)
+def resources_from_flags(args: argparse.Namespace) -> Resources:
+    """The ``Resources`` that ``add_slurm_flags``' flags ask for.
 
-
-def mark_ended(workdir: Path, rows: Sequence[Mapping[str, str]]) -> None:
-    """Jobs whose array task ended without their results are recorded as failed in their
-    job.json (with the scheduler's word), so the table says failed, not unfinished."""
-    for row in rows:
-        if row["state"] != "failed":
-            continue
-        job_file = Path(workdir) / row["job"] / JOB_FILE
-        record = json.loads(job_file.read_text())
-        if record.get("returncode") in (None, 0):
-            record["slurm_state"] = row["detail"] or "ended without results"
-            job_file.write_text(json.dumps(record, indent=2) + "\n")
-
-
-def follow(workdir: Path, poll_seconds: float) -> list[dict[str, str]]:
-    """Waits until no task of the workdir's arrays is queued or running, printing the
-    jobs' states as they change; returns the final states."""
-    previous, unanswered = None, 0
-    while True:
-        rows = job_states(workdir)
-        summary = sorted((row["state"], row["job"]) for row in rows)
-        if summary != previous:
-            stamp = time.strftime("%H:%M:%S")
-            counts: dict[str, int] = {}
-            for row in rows:
-                counts[row["state"]] = counts.get(row["state"], 0) + 1
-            print(f"[{stamp}] " + ", ".join(f"{n} {s}" for s, n in counts.items()), flush=True)
-            previous = summary
-        if not any(row["state"] in ("running", "requeued", "pending") for row in rows):
-            unanswered = unanswered + 1 if any(row["state"] == "unknown" for row in rows) else 0
-            if 0 < unanswered <= UNANSWERED_POLLS:
-                time.sleep(poll_seconds)  # the controller may be restarting: ask again
-                continue
-            return rows
-        time.sleep(poll_seconds)
+    Raises:
+        SlurmError: a ``--slurm`` item that is not KEY=VALUE.
+    """
+    return Resources(
+        partition=args.partition,
+        time=args.time,
+        gpus_per_task=args.gpus_per_task,
+        cpus_per_task=args.cpus_per_task,
+        mem=args.mem,
+        account=args.account,
+        extra=parse_slurm_options(args.slurm),
+        max_running=args.max_running,
+        signal_seconds=args.signal_seconds,
+        max_requeues=args.max_requeues,
+    )

@@ -1,179 +1,63 @@
-"""Run a config's ablation grid as local processes and tabulate the results.
+"""Run a config's ablation grid, on this machine or as one SLURM job array, and tabulate it.
 
     python -m launch.sweep --config=configs/sweep_vtfn.py:dataset=shapes_world \\
-        --workdir=runs/grid [--jobs 2] [--max_runs N] [--runlocal]
+        --workdir=runs/grid [--pack 4] [--jobs 2] [--max_runs N] [--runlocal]
+    python -m launch.sweep --config=... --workdir=DIR --cluster=slurm [--wait] [resources]
+    python -m launch.sweep --status [--wait] --workdir=DIR
 
-The config file defines ``get_config(arg)``, ``get_sweep(hyper, arg)``,
-``TRAIN_MODULE`` (the ``python -m`` module that trains a job, e.g.
-``vtfn_jax.train`` or ``i2ce_jax.train``; ``--train_module`` overrides it) and
-``METRICS`` (table column -> path into a job's results.json). ``get_sweep``
-returns one dict per job built with ``hyper.sweep`` and ``hyper.product``
-(big_vision's style). Every key is a ``config.*`` key; the job's config is
-``get_config(arg)`` updated by ``ConfigDict.update_from_flattened_dict``, which
-replaces existing fields only (a wrong key stops the sweep before any job runs)
-and takes whole dicts for blocks such as ``config.model``. A value swept from a
-mapping is labelled by its key, and a sweep whose key has no ``config.`` prefix
-is a choice that sets several fields at once: its values map a label to a dict
-of ``config.*`` keys (a dataset sets its source and its evaluation tasks).
-
-Each job runs ``python -m TRAIN_MODULE --config=FILE:ARG --overrides=JOB/overrides.json``
-in ``WORKDIR/<job name>``, logging to ``log.txt`` there. With ``--jobs N`` each job's
-JAX takes 0.9/N of an accelerator's memory (``XLA_PYTHON_CLIENT_MEM_FRACTION``, unless
-you set it or ``XLA_PYTHON_CLIENT_PREALLOCATE`` yourself), so N jobs share one GPU. A job whose folder
-already holds ``results.json`` is skipped, so rerunning the command resumes the
-grid; a failed job does not stop the others, but makes the exit code non-zero.
-At the end ``aggregate`` writes ``WORKDIR/results.csv`` and ``WORKDIR/results.md``.
+The grid config (``get_config``, ``get_sweep(hyper, arg)``, ``TRAIN_MODULE``, ``METRICS``)
+expands to its jobs as launch.grid says; a wrong key stops the grid before any job runs.
+Jobs that differ only in member keys (the seed, the optimizer's and the loss's numbers,
+dropout) share a process, up to ``--pack`` of them (launch.pack; ``--member_mode``:
+vmapped, in_turn or auto); ``--pack 1`` runs each job alone, as ``python -m TRAIN_MODULE
+--config=FILE:ARG --overrides=JOB/overrides.json``. Each job logs to ``WORKDIR/<job
+name>/log.txt``, a pack's own lines go to ``WORKDIR/packs/``. Locally ``--jobs N``
+processes run at once, each JAX taking 0.9/N of an accelerator's memory
+(``XLA_PYTHON_CLIENT_MEM_FRACTION``, unless you set it or
+``XLA_PYTHON_CLIENT_PREALLOCATE``). With ``--cluster=slurm`` the same processes are
+the tasks of one job array (launch.slurm). A job whose folder holds ``results.json`` is
+never run again, so sending the command again resumes the grid; a failed job does not
+stop the others, but makes the exit code non-zero. At the end ``aggregate`` writes
+``WORKDIR/results.csv`` and ``WORKDIR/results.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import dataclasses
-import hashlib
-import itertools
-import json
 import os
-import re
 import subprocess
 import sys
 import time
-import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from capsim.config_lib import apply_overrides
 from capsim.workdir import RESULTS_FILE
-from launch import slurm
-from launch.aggregate import JOB_FILE, LOG_FILE, aggregate
-from launch.pack import add_member_mode_flag, load_config_module, shape_of
+from launch import slurm, slurm_status
+from launch.aggregate import aggregate
+from launch.grid import (
+    LOG_FILE,
+    PACK_LOGS,
+    Job,
+    add_member_mode_flag,
+    expand_grid,
+    load_config_module,
+    merge_arg,
+    prepare_job,
+    read_job,
+    shape_of,
+    update_job,
+)
 
-REPO = Path(__file__).resolve().parent.parent  # array tasks run from here (python -m launch.pack)
-CONFIG_PREFIX = "config."
-OVERRIDES_FILE = "overrides.json"
 MEM_FRACTION = "XLA_PYTHON_CLIENT_MEM_FRACTION"
 # Members a process by default: with --jobs 2, 3.15x a process a job on 2 cores
 # (bench/speed/grid_packing.py; 2.90x as one process of 8).
 DEFAULT_PACK = 4
 AUTO_PACK = "auto"  # --pack auto: a shape's members in one process, vmapped as many as fit
-PACK_LOGS = "packs"  # a pack process's own output, beside the job folders
 # Of one accelerator's memory, the share all jobs of a --jobs N grid take together.
 GPU_MEMORY_SHARE = 0.9
-MAX_NAME_CHARS = 200
-NAME_HASH_CHARS = 8
-UNSAFE_NAME_CHARS = re.compile(r"[^A-Za-z0-9._+=,-]")
 LOCAL, SLURM = "local", "slurm"
 CLUSTERS = (LOCAL, SLURM)
-DEFAULT_POLL_SECONDS = 30.0
-
-
-@dataclasses.dataclass(frozen=True)
-class Choice:
-    """A swept value with the label that names it in job folders and tables."""
-
-    label: str
-    value: object
-
-
-def sweep(key: str, values: Sequence | Mapping[str, object]) -> list[dict]:
-    """One job per value of ``key``; a mapping's keys label its values."""
-    if isinstance(values, Mapping):
-        return [{key: Choice(str(label), value)} for label, value in values.items()]
-    return [{key: value} for value in values]
-
-
-def product(sweeps: Sequence[Sequence[Mapping]]) -> list[dict]:
-    """Every combination of the given sweeps, the last one varying fastest."""
-    return [
-        {k: v for job in combination for k, v in job.items()}
-        for combination in itertools.product(*sweeps)
-    ]
-
-
-hyper = types.SimpleNamespace(sweep=sweep, product=product)
-
-
-def param_label(key: str) -> str:
-    """``config.loss.name`` -> ``loss``, ``config.model.hidden_dim`` -> ``hidden_dim``."""
-    parts = key.split(".")
-    return parts[-2] if parts[-1] == "name" and len(parts) > 2 else parts[-1]
-
-
-def job_name(params: Mapping[str, object]) -> str:
-    """``label=value`` pairs joined by commas, safe as a folder name."""
-    name = ",".join(f"{label}={value}" for label, value in params.items())
-    name = UNSAFE_NAME_CHARS.sub("_", name) or "job"
-    if len(name) > MAX_NAME_CHARS:
-        digest = hashlib.sha1(name.encode()).hexdigest()[:NAME_HASH_CHARS]
-        name = f"{name[: MAX_NAME_CHARS - NAME_HASH_CHARS - 1]}-{digest}"
-    return name
-
-
-def _merge_arg(arg: str, settings: Mapping[str, object]) -> str:
-    """Sets ``name=value`` items in a config argument, replacing earlier settings of the name."""
-    items = {item.partition("=")[0]: item for item in filter(None, arg.split(","))}
-    for name, value in settings.items():
-        items[name] = name if value is True else f"{name}={value}"
-    return ",".join(items.values())
-
-
-@dataclasses.dataclass
-class Job:
-    name: str
-    params: dict[str, object]  # label -> swept value's label, for names and tables
-    overrides: dict[str, object]  # ``config.*`` key -> value
-
-    def command(self, train_module: str, config: str, workdir: Path) -> list[str]:
-        return [
-            sys.executable,
-            "-m",
-            train_module,
-            f"--config={config}",
-            f"--workdir={workdir / self.name}",
-            f"--overrides={workdir / self.name / OVERRIDES_FILE}",
-        ]
-
-
-def _job(entry: Mapping[str, object]) -> Job:
-    overrides, params = {}, {}
-    for key, value in entry.items():
-        label = value.label if isinstance(value, Choice) else value
-        value = value.value if isinstance(value, Choice) else value
-        if key.startswith(CONFIG_PREFIX):
-            overrides[key] = value
-        elif isinstance(value, Mapping) and all(k.startswith(CONFIG_PREFIX) for k in value):
-            overrides.update(value)
-        else:
-            raise KeyError(
-                f"sweep key {key!r} must start with {CONFIG_PREFIX!r}, or map labels "
-                f"to dicts of {CONFIG_PREFIX}* keys"
-            )
-        params[param_label(key)] = label
-    if len(params) != len(entry):
-        raise ValueError(f"sweep keys {sorted(entry)} share a column label; rename one")
-    return Job(job_name(params), params, overrides)
-
-
-def expand_grid(module: types.ModuleType, arg: str) -> list[Job]:
-    """The sweep's jobs, each checked against the config it overrides."""
-    jobs = [_job(entry) for entry in module.get_sweep(hyper, arg or None)]
-    names = [job.name for job in jobs]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ValueError(f"sweep has several jobs named {duplicates}")
-    base = module.get_config(arg or None)
-    for job in jobs:
-        config = base.copy_and_resolve_references()
-        config.lock()
-        try:
-            apply_overrides(config, job.overrides)
-        except (KeyError, AttributeError, TypeError) as error:
-            raise KeyError(f"job {job.name}: {error}") from error
-    return jobs
-
-
-def _write_json(path: Path, payload: dict) -> None:
-    path.write_text(json.dumps(payload, indent=2) + "\n")
 
 
 def job_environment(jobs: int, environ: Mapping[str, str]) -> dict[str, str]:
@@ -187,22 +71,13 @@ def job_environment(jobs: int, environ: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def _prepare(job: Job, workdir: Path, command: list[str], **fields: object) -> dict:
-    job_dir = workdir / job.name
-    job_dir.mkdir(parents=True, exist_ok=True)
-    _write_json(job_dir / OVERRIDES_FILE, job.overrides)
-    record = {"name": job.name, "params": job.params, "command": command, **fields}
-    _write_json(job_dir / JOB_FILE, record)
-    return record
-
-
 def run_job(
     task: Sequence[Job], train_module: str, config: str, workdir: Path, env: Mapping | None = None
 ) -> list[bool]:
     """Runs one job (``task`` holds it alone) to completion, its output in log.txt."""
     (job,) = task
     command = job.command(train_module, config, workdir)
-    record = _prepare(job, workdir, command)
+    prepare_job(job, workdir, command)
     start = time.monotonic()
     with open(workdir / job.name / LOG_FILE, "w") as log:
         log.write(" ".join(command) + "\n\n")
@@ -210,15 +85,14 @@ def run_job(
         returncode = subprocess.run(
             command, stdout=log, stderr=subprocess.STDOUT, env=env
         ).returncode
-    _write_json(
-        workdir / job.name / JOB_FILE,
-        {**record, "returncode": returncode, "seconds": round(time.monotonic() - start, 1)},
+    update_job(
+        workdir / job.name, returncode=returncode, seconds=round(time.monotonic() - start, 1)
     )
     return [returncode == 0]
 
 
 def packs(jobs: Sequence[Job], size: int) -> list[list[Job]]:
-    """Jobs that differ only in member keys (launch.pack.MEMBER_KEYS), up to ``size`` a
+    """Jobs that differ only in member keys (launch.grid.MEMBER_KEYS), up to ``size`` a
     pack; jobs that differ in a shape key go to separate packs."""
     groups: dict[str, list[Job]] = {}
     for job in jobs:
@@ -256,7 +130,7 @@ def run_members(
     command = pack_command(task, train_module, config, workdir, member_mode, fit_memory)
     names = [job.name for job in task]
     for job in task:
-        _prepare(job, workdir, command, pack=names)
+        prepare_job(job, workdir, command, pack=names)
         (workdir / job.name / LOG_FILE).write_text(" ".join(command) + "\n\n")
     (workdir / PACK_LOGS).mkdir(exist_ok=True)
     with open(workdir / PACK_LOGS / f"{task[0].name}.log", "w") as log:
@@ -266,84 +140,9 @@ def run_members(
     ok = [(workdir / job.name / RESULTS_FILE).exists() for job in task]
     if returncode not in (0, 1):  # the process itself died: its unfinished members failed
         for job, finished in zip(task, ok, strict=True):
-            record = json.loads((workdir / job.name / JOB_FILE).read_text())
-            if not finished and "returncode" not in record:
-                _write_json(workdir / job.name / JOB_FILE, {**record, "returncode": returncode})
+            if not finished and "returncode" not in read_job(workdir / job.name):
+                update_job(workdir / job.name, returncode=returncode)
     return ok
-
-
-def send_to_slurm(
-    workdir: Path,
-    tasks: Sequence[Sequence[Job]],
-    commands: Sequence[list[str]],
-    packed: bool,
-    resources: slurm.Resources,
-    grid_facts: Mapping[str, str],
-    metrics: Mapping[str, Sequence[str]],
-    wait: bool,
-    poll_seconds: float,
-) -> int:
-    """Submits the tasks (packs when ``packed``, else single jobs) as one job array (nothing
-    when every job is done); with ``wait``, follows it and writes the table. Returns the number of failed jobs (0 when not waiting)."""
-    if tasks:
-        array_tasks = []
-        root = workdir.resolve()
-        for task, command in zip(tasks, commands, strict=True):
-            names = [job.name for job in task]
-            for job in task:
-                _prepare(job, workdir, command, **({"pack": names} if packed else {}))
-            log = root / PACK_LOGS / f"{names[0]}.log" if packed else root / names[0] / LOG_FILE
-            array_tasks.append(slurm.Task(command, [root / n for n in names], log))
-        array_id = slurm.submit(workdir, array_tasks, resources, REPO, grid_facts)
-        for task_index, task in enumerate(tasks):
-            for job in task:
-                path = workdir / job.name / JOB_FILE
-                record = json.loads(path.read_text())
-                record["slurm"] = {"array_job_id": array_id, "task": task_index}
-                _write_json(path, record)
-        throttle = f", at most {resources.max_running} at once" if resources.max_running else ""
-        print(
-            f"submitted job array {array_id}: {len(tasks)} tasks{throttle} "
-            f"(script {workdir / slurm.GRID_DIR}, their output in "
-            f"{workdir / slurm.GRID_DIR / slurm.TASK_LOGS})",
-            flush=True,
-        )
-        if not wait:
-            print(f"follow it: python -m launch.sweep --status --workdir={workdir} [--wait]")
-            return 0
-    return finish_slurm_grid(workdir, metrics, poll_seconds if wait else None)
-
-
-def finish_slurm_grid(
-    workdir: Path, metrics: Mapping[str, Sequence[str]], poll_seconds: float | None
-) -> int:
-    """Shows each job's state (following the grid to its end when ``poll_seconds`` is
-    given); once no task is queued, records the ended jobs and writes the table.
-    Returns the number of failed jobs."""
-    if poll_seconds is None:
-        rows = slurm.job_states(workdir)
-    else:
-        rows = slurm.follow(workdir, poll_seconds)
-    slurm.print_states(rows)
-    if any(row["state"] in ("running", "requeued", "pending", "unknown") for row in rows):
-        return 0
-    slurm.mark_ended(workdir, rows)
-    aggregate(workdir, metrics)
-    print(f"wrote {workdir / 'results.csv'} and {workdir / 'results.md'}")
-    return sum(row["state"] == "failed" for row in rows)
-
-
-def grid_status(workdir: str | Path, wait: bool, poll_seconds: float) -> int:
-    """``--status``: the jobs of the grid in ``workdir``; the table once all have ended."""
-    workdir = Path(workdir)
-    record = slurm.read_record(workdir)
-    if "config" not in record:
-        if not any(workdir.glob(f"*/{JOB_FILE}")):
-            raise FileNotFoundError(f"{workdir} holds no grid (no job folders)")
-        slurm.print_states(slurm.job_states(workdir))  # a local grid: its folders
-        return 0
-    metrics = load_config_module(Path(record["cwd"]) / record["config"].partition(":")[0]).METRICS
-    return finish_slurm_grid(workdir, metrics, poll_seconds if wait else None)
 
 
 def _format_seconds(seconds: float) -> str:
@@ -364,7 +163,7 @@ def run_sweep(
     cluster: str = LOCAL,
     resources: slurm.Resources | None = None,
     wait: bool = False,
-    poll_seconds: float = DEFAULT_POLL_SECONDS,
+    poll_seconds: float = slurm_status.DEFAULT_POLL_SECONDS,
 ) -> int:
     """Expands and runs the grid; returns the number of failed jobs. ``pack`` > 1 trains up
     to that many jobs a process (launch.pack, its members ``member_mode``), ``jobs``
@@ -379,7 +178,7 @@ def run_sweep(
         raise ValueError(f"--cluster {cluster!r}: expected one of {CLUSTERS}")
     config_file, _, arg = config.partition(":")
     if runlocal:
-        arg = _merge_arg(arg, {"runlocal": True})
+        arg = merge_arg(arg, {"runlocal": True})
     module = load_config_module(config_file)
     grid = expand_grid(module, arg)
     train_module = train_module or module.TRAIN_MODULE
@@ -389,7 +188,7 @@ def run_sweep(
         config = f"{Path(config_file).resolve()}:{arg}" if arg else str(Path(config_file).resolve())
         resources = resources or slurm.Resources()
         slurm.check_options(resources)
-        slurm.check_not_owned(workdir)
+        slurm_status.check_not_owned(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     pending = [job for job in grid if not (workdir / job.name / RESULTS_FILE).exists()]
     done = len(grid) - len(pending)
@@ -410,7 +209,7 @@ def run_sweep(
             for task in tasks
         ]
         grid_facts = {"config": config, "cwd": os.getcwd(), "train_module": train_module}
-        return send_to_slurm(
+        return slurm.send_grid(
             workdir,
             tasks,
             commands,
@@ -458,55 +257,6 @@ def run_sweep(
     return len(failed)
 
 
-def _slurm_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group(
-        "SLURM (--cluster=slurm)", "what each array task asks for; see launch/slurm.py"
-    )
-    group.add_argument("--partition", default=None)
-    group.add_argument("--time", default=None, help="each task's time limit, e.g. 4:00:00")
-    group.add_argument("--gpus_per_task", type=int, default=None)
-    group.add_argument("--cpus_per_task", type=int, default=None)
-    group.add_argument("--mem", default=None, help="e.g. 32G")
-    group.add_argument("--account", default=None)
-    group.add_argument(
-        "--slurm",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="any other sbatch option, e.g. --slurm qos=high --slurm constraint=a100 (repeat)",
-    )
-    group.add_argument(
-        "--max_running", type=int, default=None, help="tasks running at once (the array's %%N)"
-    )
-    group.add_argument(
-        "--signal_seconds",
-        type=int,
-        default=slurm.Resources.signal_seconds,
-        help="SIGUSR1 this long before a task's time limit: its members save, it requeues",
-    )
-    group.add_argument(
-        "--max_requeues",
-        type=int,
-        default=slurm.Resources.max_requeues,
-        help="a task requeues itself at its time limit at most this many times",
-    )
-    group.add_argument(
-        "--wait", action="store_true", help="follow the grid to its end, then write the table"
-    )
-    group.add_argument(
-        "--status",
-        action="store_true",
-        help="show each job of the grid in --workdir (done, running, pending, requeued, "
-        "failed); writes the table once every job has ended",
-    )
-    group.add_argument(
-        "--poll_seconds",
-        type=float,
-        default=DEFAULT_POLL_SECONDS,
-        help="how often --wait asks the scheduler",
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default=None, help="sweep config file[:arg] (required)")
@@ -534,25 +284,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "members split into programs that fit the device's memory",
     )
     add_member_mode_flag(parser)
-    _slurm_flags(parser)
+    slurm.add_slurm_flags(parser)
     args = parser.parse_args(argv)
     try:
         if args.status:
-            return 1 if grid_status(args.workdir, args.wait, args.poll_seconds) else 0
+            return 1 if slurm_status.grid_status(args.workdir, args.wait, args.poll_seconds) else 0
         if args.config is None:
             parser.error("--config is required (unless --status)")
-        resources = slurm.Resources(
-            partition=args.partition,
-            time=args.time,
-            gpus_per_task=args.gpus_per_task,
-            cpus_per_task=args.cpus_per_task,
-            mem=args.mem,
-            account=args.account,
-            extra=slurm.parse_slurm_options(args.slurm),
-            max_running=args.max_running,
-            signal_seconds=args.signal_seconds,
-            max_requeues=args.max_requeues,
-        )
+        resources = slurm.resources_from_flags(args)
         failed = run_sweep(
             args.config,
             args.workdir,
@@ -567,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.wait,
             args.poll_seconds,
         )
-    except (slurm.SlurmError, FileNotFoundError) as error:
+    except (slurm_status.SlurmError, FileNotFoundError) as error:
         print(f"launch.sweep: {error}", file=sys.stderr)
         return 2
     return 1 if failed else 0

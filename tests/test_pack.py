@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from launch import pack, sweep
+from launch import grid, pack, sweep
 
 REPO = Path(__file__).resolve().parents[1]
 # Keys that time the run, not train it: they differ between any two runs.
@@ -60,12 +60,12 @@ def declare(config, workdir):
 
 def test_jobs_pack_by_shape_and_size():
     jobs = [
-        sweep.Job(f"j{k}", {}, {"config.seed": k % 3, "config.loss.name": loss})
+        grid.Job(f"j{k}", {}, {"config.seed": k % 3, "config.loss.name": loss})
         for k, loss in enumerate(["a", "a", "a", "b", "a", "b"])
     ]
     groups = [[job.name for job in group] for group in sweep.packs(jobs, 2)]
     assert groups == [["j0", "j1"], ["j2", "j4"], ["j3", "j5"]]
-    assert pack.shape_of({"config.seed": 1, "config.optimizer.learning_rate": 0.1}) == "{}"
+    assert grid.shape_of({"config.seed": 1, "config.optimizer.learning_rate": 0.1}) == "{}"
 
 
 def test_a_pack_runs_its_members_in_turn(tmp_path, monkeypatch, capsys):
@@ -74,9 +74,9 @@ def test_a_pack_runs_its_members_in_turn(tmp_path, monkeypatch, capsys):
     config.write_text(FAKE_CONFIG)
     monkeypatch.syspath_prepend(str(tmp_path))
     workdir = tmp_path / "runs"
-    jobs = sweep.expand_grid(sweep.load_config_module(config), "")
+    jobs = grid.expand_grid(sweep.load_config_module(config), "")
     for job in jobs:
-        sweep._prepare(job, workdir, [], pack=[j.name for j in jobs])
+        grid.prepare_job(job, workdir, [], pack=[j.name for j in jobs])
     dirs = [workdir / job.name for job in jobs]
     assert pack.run_pack("fake_train", str(config), dirs) == 1
     results = json.loads((dirs[2] / "results.json").read_text())
@@ -261,9 +261,33 @@ def test_pack_auto_puts_a_shape_in_one_process_that_fits_memory(tmp_path):
 def test_member_mode_flag_has_one_spelling_and_keeps_the_old_one():
     """``in_turn`` needs no quoting; the old ``'in turn'`` still means the same."""
     parser = argparse.ArgumentParser()
-    pack.add_member_mode_flag(parser)
+    grid.add_member_mode_flag(parser)
     assert parser.parse_args(["--member_mode", "in_turn"]).member_mode == "in_turn"
     assert parser.parse_args(["--member_mode", "in turn"]).member_mode == "in_turn"
     assert parser.parse_args([]).member_mode == "auto"
     with pytest.raises(SystemExit):
         parser.parse_args(["--member_mode", "sideways"])
+
+
+def test_a_new_optimizer_number_becomes_a_member_key_for_launch(monkeypatch):
+    """Member keys derive from what the optimizer and the losses declare
+    (capsim.config_lib): a hyperparameter added there is a member key of launch.grid
+    without touching launch, and the vmapped keys of capsim.train.members agree."""
+    import importlib
+
+    from capsim import config_lib
+    from capsim.train import members
+
+    optimizer_keys = {f"config.optimizer.{name}" for name in config_lib.HYPERPARAMETERS}
+    assert optimizer_keys <= set(grid.MEMBER_KEYS)
+    assert {f"config.{key}" for key in members.VMAPPED_KEYS} >= optimizer_keys
+    monkeypatch.setattr(config_lib, "HYPERPARAMETERS", (*config_lib.HYPERPARAMETERS, "momentum"))
+    try:
+        reloaded = importlib.reload(grid)
+        assert "config.optimizer.momentum" in reloaded.MEMBER_KEYS
+        overrides = {"config.seed": 1, "config.optimizer.momentum": 0.9}
+        assert reloaded.shape_of(overrides) == "{}"
+    finally:
+        monkeypatch.undo()
+        importlib.reload(grid)
+    assert "config.optimizer.momentum" not in grid.MEMBER_KEYS

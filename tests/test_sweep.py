@@ -22,7 +22,7 @@ from configs import (
     i2ce_coco_recon,
     sweep_vtfn,
 )
-from launch import sweep
+from launch import grid, sweep
 
 REPO = Path(__file__).resolve().parents[1]
 SWEEP_CONFIG = REPO / "configs" / "sweep_vtfn.py"
@@ -33,26 +33,26 @@ BAD_LOSS = "no_such_loss"
 
 
 def test_product_of_sweeps_varies_the_last_fastest():
-    grid = sweep.product([sweep.sweep("config.a", [1, 2]), sweep.sweep("config.b", ["x", "y"])])
-    assert grid == [
+    jobs = grid.product([grid.sweep("config.a", [1, 2]), grid.sweep("config.b", ["x", "y"])])
+    assert jobs == [
         {"config.a": 1, "config.b": "x"},
         {"config.a": 1, "config.b": "y"},
         {"config.a": 2, "config.b": "x"},
         {"config.a": 2, "config.b": "y"},
     ]
-    labelled = sweep.sweep("config.model", {"small": {"dim": 8}})
-    assert labelled == [{"config.model": sweep.Choice("small", {"dim": 8})}]
+    labelled = grid.sweep("config.model", {"small": {"dim": 8}})
+    assert labelled == [{"config.model": grid.Choice("small", {"dim": 8})}]
 
 
 def test_full_vtfn_grid_is_encoder_by_loss_by_dataset():
-    jobs = sweep.expand_grid(sweep.load_config_module(SWEEP_CONFIG), "")
+    jobs = grid.expand_grid(sweep.load_config_module(SWEEP_CONFIG), "")
     assert len(jobs) == len(sweep_vtfn.ENCODERS) * len(sweep_vtfn.LOSSES) * len(sweep_vtfn.DATASETS)
     assert jobs[0].name == "dataset=shapes_world,encoder=bow_sum,loss=pearson"
     assert jobs[-1].params == {"dataset": "files", "encoder": "cnn", "loss": "triplet"}
     assert all(key.startswith("config.") for job in jobs for key in job.overrides)
 
 
-def _job_config(module, arg: str, job: sweep.Job):
+def _job_config(module, arg: str, job: grid.Job):
     config = module.get_config(arg)
     config.lock()
     config_lib.apply_overrides(config, json.loads(json.dumps(job.overrides)))  # as a job reads it
@@ -64,7 +64,7 @@ def test_vtfn_grid_jobs_are_the_experiment_files_configs():
     each job is the config of the experiment file it stands for."""
     module = sweep.load_config_module(SWEEP_CONFIG)
     arg = "dataset=files+shapes_world,encoder=gru+cnn+bow_sum,loss=pearson+kendall"
-    jobs = {job.name: job for job in sweep.expand_grid(module, arg)}
+    jobs = {job.name: job for job in grid.expand_grid(module, arg)}
     assert len(jobs) == 12
     for name, expected in [
         ("dataset=files,encoder=gru,loss=pearson", coco_gru.get_config()),
@@ -75,7 +75,7 @@ def test_vtfn_grid_jobs_are_the_experiment_files_configs():
         expected.num_epochs = 20.0  # the grid's own; the demo files train 30
         assert _job_config(module, arg, jobs[name]) == expected.to_dict(), name
     arg += ",glove=package"
-    bow = {job.name: job for job in sweep.expand_grid(module, arg)}[
+    bow = {job.name: job for job in grid.expand_grid(module, arg)}[
         "dataset=files,encoder=bow_sum,loss=pearson"
     ]
     glove = _job_config(module, arg, bow)
@@ -85,7 +85,7 @@ def test_vtfn_grid_jobs_are_the_experiment_files_configs():
 def test_i2ce_grid_runs_through_the_same_launcher():
     module = sweep.load_config_module(REPO / "configs" / "sweep_i2ce.py")
     assert module.TRAIN_MODULE == "i2ce_jax.train"
-    jobs = sweep.expand_grid(module, "hidden=256+512")
+    jobs = grid.expand_grid(module, "hidden=256+512")
     assert len(jobs) == 10 and jobs[0].name == "branch=recon,hidden_dim=256"
     by_name = {job.name: job for job in jobs}
     margin_max = _job_config(module, "hidden=256+512", by_name["branch=margin-max,hidden_dim=512"])
@@ -96,16 +96,16 @@ def test_i2ce_grid_runs_through_the_same_launcher():
     command = jobs[0].command(module.TRAIN_MODULE, "configs/sweep_i2ce.py", Path("/runs"))
     assert command[1:3] == ["-m", "i2ce_jax.train"]
     with pytest.raises(KeyError, match="unknown branches"):
-        sweep.expand_grid(module, "branch=recon+quadruplet")
+        grid.expand_grid(module, "branch=recon+quadruplet")
 
 
 def test_job_command_passes_arg_and_overrides_file(tmp_path):
-    job = sweep.expand_grid(sweep.load_config_module(SWEEP_CONFIG), "runlocal")[7]
+    job = grid.expand_grid(sweep.load_config_module(SWEEP_CONFIG), "runlocal")[7]
     command = job.command("vtfn_jax.train", f"{SWEEP_CONFIG}:runlocal", tmp_path)
     assert command[1:3] == ["-m", "vtfn_jax.train"]
     assert command[3] == f"--config={SWEEP_CONFIG}:runlocal"
     assert command[4] == f"--workdir={tmp_path / job.name}"
-    assert command[5] == f"--overrides={tmp_path / job.name / sweep.OVERRIDES_FILE}"
+    assert command[5] == f"--overrides={tmp_path / job.name / grid.OVERRIDES_FILE}"
     assert job.params == {"dataset": "shapes_world", "encoder": "bow_mean", "loss": "covariance"}
     assert job.overrides["config.loss.name"] == "covariance"
     assert job.overrides["config.model"]["encoder"] == {"kind": "bow_mean"}
@@ -113,19 +113,18 @@ def test_job_command_passes_arg_and_overrides_file(tmp_path):
 
 def test_a_sweep_key_outside_config_is_refused():
     with pytest.raises(KeyError, match=r"must start with 'config\.'"):
-        sweep._job({"arg.encoder": "gru"})
+        grid.job_of({"arg.encoder": "gru"})
 
 
 def test_job_names_are_safe_folder_names():
-    assert sweep.param_label("config.loss.name") == "loss"
-    assert sweep.param_label("config.optimizer.learning_rate") == "learning_rate"
+    assert grid.param_label("config.loss.name") == "loss"
+    assert grid.param_label("config.optimizer.learning_rate") == "learning_rate"
     assert (
-        sweep.job_name({"features": "/data/feat s", "lr": 0.001})
-        == "features=_data_feat_s,lr=0.001"
+        grid.job_name({"features": "/data/feat s", "lr": 0.001}) == "features=_data_feat_s,lr=0.001"
     )
-    long_name = sweep.job_name({"x": "y" * 500})
-    assert len(long_name) == sweep.MAX_NAME_CHARS
-    assert long_name != sweep.job_name({"x": "y" * 501})
+    long_name = grid.job_name({"x": "y" * 500})
+    assert len(long_name) == grid.MAX_NAME_CHARS
+    assert long_name != grid.job_name({"x": "y" * 501})
 
 
 def _write_sweep_config(tmp_path: Path, extra_job: dict) -> Path:
@@ -153,10 +152,10 @@ def test_unknown_config_key_fails_before_any_job_runs(tmp_path):
 
 
 def _fake_job(workdir: Path, params: dict, returncode: int, results: dict | None) -> None:
-    job_dir = workdir / sweep.job_name(params)
+    job_dir = workdir / grid.job_name(params)
     job_dir.mkdir(parents=True)
     record = {"name": job_dir.name, "params": params, "command": [], "returncode": returncode}
-    (job_dir / sweep.JOB_FILE).write_text(json.dumps(record))
+    (job_dir / grid.JOB_FILE).write_text(json.dumps(record))
     if results is not None:
         (job_dir / sweep.RESULTS_FILE).write_text(json.dumps(results))
 
@@ -203,7 +202,7 @@ def test_aggregate_tabulates_metrics_and_lists_failures(tmp_path):
     ],
 )
 def test_seeds_repeat_every_configuration(config_file, arg, per_configuration):
-    jobs = sweep.expand_grid(sweep.load_config_module(REPO / "configs" / config_file), arg)
+    jobs = grid.expand_grid(sweep.load_config_module(REPO / "configs" / config_file), arg)
     assert len(jobs) == 2 * per_configuration
     if per_configuration == 1:
         assert all("seed" not in job.params for job in jobs)  # names as they were
@@ -226,7 +225,7 @@ def test_jobs_side_by_side_share_an_accelerators_memory():
 
 def test_seeds_must_be_a_whole_number_of_one_or_more():
     with pytest.raises(ValueError, match="seeds must be a whole number >= 1"):
-        sweep.expand_grid(sweep.load_config_module(SWEEP_CONFIG), "seeds=0")
+        grid.expand_grid(sweep.load_config_module(SWEEP_CONFIG), "seeds=0")
 
 
 def test_means_over_seeds_carry_a_t_interval(tmp_path):

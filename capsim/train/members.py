@@ -10,8 +10,7 @@ Each member is otherwise a run of its own (``capsim.train.loop.Run`` over a
 ``PackMember``): its job folder, metrics, evaluations, checkpoints and early stopping;
 a member that stops early has its updates masked and keeps its best checkpoint.
 
-Whether a pack runs vmapped or its members in turn is ``member_mode``'s choice, from
-the figures of ``python bench/throughput.py --only members``.
+``member_mode`` chooses vmapped or in turn (``python bench/throughput.py --only members``).
 """
 
 from __future__ import annotations
@@ -30,7 +29,7 @@ import numpy as np
 from flax import nnx
 
 from capsim import mesh as mesh_lib
-from capsim.config_lib import IN_TURN, VMAPPED
+from capsim.config_lib import HYPERPARAMETERS, IN_TURN, VMAPPED
 from capsim.task import LossFn
 from capsim.train.faults import Preemption, exit_on_failure
 from capsim.train.lock import hold_workdir
@@ -43,12 +42,12 @@ from capsim.train.memory_fit import (
     program_bytes,
     tree_bytes,
 )
-from capsim.train.optimizer import HYPERPARAMETERS, make_optimizer, trainable
+from capsim.train.optimizer import make_optimizer, trainable
 from capsim.train.trainer import Trainer, make_train_step, seed_array
 
-# Config keys the members of one vmapped program may differ in: the step's arguments
-# (seed, the optimizer's numbers) and the loop's own keys. The rest are constants of the
-# compiled step (the loss's scalars and dropout rates included).
+# Config keys the members of one vmapped program may differ in: the step's arguments (seed,
+# the optimizer's numbers) and the loop's own keys. The rest are constants of the compiled
+# step (the loss's scalars and dropout rates included): launch.grid's member keys.
 VMAPPED_KEYS = (
     "seed",
     *(f"optimizer.{name}" for name in HYPERPARAMETERS),

@@ -9,6 +9,10 @@ import ml_collections
 import optax
 from flax import nnx
 
+# The optimizer's numbers that may differ between the members of one pack (declared
+# without JAX, where launch.grid reads them too).
+from capsim.config_lib import HYPERPARAMETERS
+
 
 def steps_for_epochs(config: ml_collections.ConfigDict, num_examples: int) -> int:
     """``config.num_steps``, derived from ``num_epochs`` over ``num_examples`` when it is -1."""
@@ -32,10 +36,6 @@ def make_optimizer(config: ml_collections.ConfigDict) -> optax.GradientTransform
     return optax.inject_hyperparams(_adam, static_args=("clip_norm",))(
         clip_norm=float(opt.clip_norm or 0.0), **numbers
     )
-
-
-# The optimizer's numbers that may differ between the members of one pack.
-HYPERPARAMETERS = ("learning_rate", "decay_rate", "decay_steps", "l2")
 
 
 def _adam(
