@@ -195,6 +195,7 @@ def main() -> None:
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     parts = args.only.split(",")
+    seeded = "" if args.seed == 0 else f"_seed{args.seed}"  # seed 0 keeps its sections
     with tempfile.TemporaryDirectory() as tmp:
         tmp_dir = Path(tmp)
         path = tmp_dir / "long_pairs.jsonl"
@@ -211,13 +212,17 @@ def main() -> None:
             text = sweep_table(found)
             print(text)
             if args.write:
-                record_results("long_captions", found, SECTION, f"{facts}\n\n{text}", "settings")
+                record_results(
+                    "long_captions", found, SECTION, f"{facts}\n\n{text}", "settings" + seeded
+                )
         if "report" in parts:
             result = report(path, args.bootstrap, tmp_dir)
             text = report_table(result)
             print(text)
             if args.write:
-                record_results("long_captions", result, SECTION, f"{facts}\n\n{text}", "pairs")
+                record_results(
+                    "long_captions", result, SECTION, f"{facts}\n\n{text}", "pairs" + seeded
+                )
         if "swap" in parts:
             from bench.quality.metaeval_report import write_long_pairs
 
@@ -233,7 +238,7 @@ def main() -> None:
             )
             print(text)
             if args.write:
-                record_results("long_captions", result, SECTION, text, "swap")
+                record_results("long_captions", result, SECTION, text, "swap" + seeded)
         if "expert" in parts:
             found = expert(tmp_dir)
             measured = found["report"]["sets"]["flickr8k_expert"]["metrics"]
@@ -247,7 +252,7 @@ def main() -> None:
             )
             print(text)
             if args.write:
-                record_results("long_captions", found, SECTION, text, "expert")
+                record_results("long_captions", found, SECTION, text, "expert" + seeded)
 
 
 if __name__ == "__main__":
