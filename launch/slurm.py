@@ -217,7 +217,9 @@ def script_text(tasks: Sequence[Task], resources: Resources, repo: Path, logs: P
             '  [[ -f "$dir/results.json" ]] || unfinished=$((unfinished + 1))',
             "done",
             'echo "== exit $status; $unfinished of ${#JOB_DIRS[@]} jobs unfinished"',
-            "if (( time_limit_near && status == 0 && unfinished > 0 )); then",
+            # exit 0: the members saved; 143 (SIGTERM's death): the signal came before the
+            # trainer took SIGTERM over (at start-up), so its last checkpoint stands
+            "if (( time_limit_near && (status == 0 || status == 143) && unfinished > 0 )); then",
             "  if (( starts <= MAX_REQUEUES )); then",
             '    echo "== requeued to resume (start $((starts + 1)) of at most'
             ' $((MAX_REQUEUES + 1)))"',

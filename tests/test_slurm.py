@@ -255,7 +255,9 @@ def test_time_limit_signal_saves_requeues_and_resumes(cluster, tmp_path):
     log = next((capped / "slurm" / "logs").glob("*_0.out")).read_text()
     assert "time limit near" in log and "not requeued: started 1 times" in log
     assert "| failed |" in done.stdout and not list(capped.glob("*/results.json"))
-    assert any(_saved(job) for job in capped.glob("dataset=*"))
+    # saved at the signal (exit 0), or the signal came during start-up (SIGTERM's 143)
+    saved = any(_saved(job) for job in capped.glob("dataset=*"))
+    assert ("== exit 0;" in log and saved) or "== exit 143;" in log, log
 
 
 def test_a_failing_job_marks_only_itself(cluster, tmp_path):
