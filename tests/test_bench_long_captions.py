@@ -8,7 +8,7 @@ import pytest
 
 from bench.quality import long_captions
 from bench.speed import long_caption_speed
-from capsim.metrics.tokenizer import split_sentences
+from capsim.metrics.sentences import split_sentences
 
 
 def test_speed_paragraphs_never_repeat_a_caption(shared_data):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from capsim.metrics.tokenizer import split_sentences
+from capsim.metrics.sentences import split_sentences
 
 
 @pytest.mark.parametrize(
