@@ -1,7 +1,6 @@
 """Run a config's ablation grid, on this machine or as one SLURM job array, and tabulate it.
 
-    python -m launch.sweep --config=configs/sweep_vtfn.py:dataset=shapes_world \\
-        --workdir=runs/grid [--pack 4] [--jobs 2] [--max_runs N] [--runlocal]
+    python -m launch.sweep --config=configs/sweep_vtfn.py:dataset=shapes_world --workdir=runs/grid [--pack 4] [--jobs 2] [--max_runs N] [--runlocal]
     python -m launch.sweep --config=... --workdir=DIR --cluster=slurm [--wait] [resources]
     python -m launch.sweep --status [--wait] --workdir=DIR
 
