@@ -13,6 +13,7 @@ import json
 import os
 import platform
 import shlex
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -186,3 +187,23 @@ def load_golden_pairs(path: Path, limit: int | None) -> tuple[dict, dict]:
     gts = {row["key"]: list(row["references"]) for row in rows}
     res = {row["key"]: [row["candidate"]] for row in rows}
     return gts, res
+
+
+def time_sweep(
+    config: str | Path, workdir: Path, flags: Sequence[str], env: Mapping[str, str] | None = None
+) -> float:
+    """Wall seconds of a whole ``python -m launch.sweep`` command, as a user runs it (the
+    grid benches); it must finish every job of the grid.
+
+    Raises:
+        subprocess.CalledProcessError: the command failed.
+        RuntimeError: it ended with jobs unfinished.
+    """
+    command = [sys.executable, "-m", "launch.sweep", f"--config={config}", f"--workdir={workdir}"]
+    began = time.perf_counter()
+    subprocess.run([*command, *flags], check=True, cwd=REPO, capture_output=True, env=env)
+    seconds = time.perf_counter() - began
+    finished = len(list(workdir.glob("*/results.json")))
+    if finished != len(list(workdir.glob("*/job.json"))):
+        raise RuntimeError(f"{workdir}: only {finished} jobs finished")
+    return seconds

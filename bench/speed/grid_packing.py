@@ -19,12 +19,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import argparse
 import statistics
-import subprocess
 import tempfile
 import textwrap
-import time
 
-from bench.harness import REPO, load_average, record_results
+from bench.harness import load_average, record_results, time_sweep
 from capsim.tables import format_table
 
 SECTION = "## Grids on one machine (issue 53)"
@@ -58,18 +56,6 @@ def settings(seeds: int) -> dict[str, list[str]]:
     }
 
 
-def run_grid(config: Path, workdir: Path, flags: list[str]) -> float:
-    """Wall seconds of the whole command; it must finish every job."""
-    command = [sys.executable, "-m", "launch.sweep", f"--config={config}", f"--workdir={workdir}"]
-    began = time.perf_counter()
-    subprocess.run([*command, *flags], check=True, cwd=REPO, capture_output=True)
-    seconds = time.perf_counter() - began
-    finished = len(list(workdir.glob("*/results.json")))
-    if finished != len(list(workdir.glob("*/job.json"))):
-        raise RuntimeError(f"{workdir}: only {finished} jobs finished")
-    return seconds
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=8)
@@ -86,7 +72,7 @@ def main() -> None:
             order = list(runs) if round_index % 2 == 0 else list(runs)[::-1]
             for name in order:
                 workdir = Path(tmp) / f"round{round_index}-{len(seconds[name])}-{hash(name)}"
-                seconds[name].append(run_grid(config, workdir, runs[name]))
+                seconds[name].append(time_sweep(config, workdir, runs[name]))
     load_after = load_average()
     baseline = next(iter(runs))
     rows = []

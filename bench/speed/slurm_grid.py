@@ -22,11 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import argparse
 import os
 import statistics
-import subprocess
 import tempfile
-import time
 
-from bench.harness import REPO, load_average, record_results
+from bench.harness import REPO, load_average, record_results, time_sweep
 from capsim.tables import format_table
 from launch import local_slurm
 
@@ -43,18 +41,6 @@ SETTINGS = {
         "--cpus_per_task=1",
     ],
 }
-
-
-def run_grid(config: str, workdir: Path, flags: list[str], env: dict[str, str]) -> float:
-    """Wall seconds of the whole command; it must finish every job."""
-    command = [sys.executable, "-m", "launch.sweep", f"--config={config}", f"--workdir={workdir}"]
-    began = time.perf_counter()
-    subprocess.run([*command, *flags], check=True, cwd=REPO, capture_output=True, env=env)
-    seconds = time.perf_counter() - began
-    finished = len(list(workdir.glob("*/results.json")))
-    if finished != len(list(workdir.glob("*/job.json"))):
-        raise RuntimeError(f"{workdir}: only {finished} jobs finished")
-    return seconds
 
 
 def main() -> None:
@@ -79,7 +65,7 @@ def main() -> None:
                 order = list(SETTINGS) if round_index % 2 == 0 else list(SETTINGS)[::-1]
                 for name in order:
                     workdir = Path(tmp) / f"round{round_index}-{name.split(':')[0]}"
-                    seconds[name].append(run_grid(config, workdir, SETTINGS[name], env))
+                    seconds[name].append(time_sweep(config, workdir, SETTINGS[name], env))
                     print(f"round {round_index + 1}: {name}: {seconds[name][-1]:.1f} s", flush=True)
         finally:
             local_slurm.stop(cluster)
