@@ -29,8 +29,6 @@ SCRIPT = re.compile(r"\bpython3? ((?:bench|tools)/[\w/]+\.py)\b")
 MODULE = re.compile(r"\bpython3? -m ([A-Za-z_][\w.]*)")
 OWN_PACKAGES = {"capsim", "vtfn_jax", "i2ce_jax", "launch", "bench", "tools"}
 PLACEHOLDERS = {"bench/NAME.py", "bench/FOLDER/NAME.py", "tools/NAME.py"}
-# Hand-written history in RESULTS.md naming what a past design ran, not a command to run.
-HISTORY = {"-m capsim.metrics.meteor.serve"}  # issue 41's METEOR worker, removed since
 HELP_SECONDS = 60
 
 
@@ -45,7 +43,7 @@ def documented_targets() -> dict[str, list[str]]:
             for module in MODULE.findall(text)
             if module.split(".")[0] in OWN_PACKAGES
         }
-        for target in found - HISTORY:
+        for target in found:
             targets.setdefault(target, []).append(document.relative_to(REPO).as_posix())
     return targets
 
