@@ -102,7 +102,7 @@ def imported(nodes: Iterator[ast.AST]) -> Iterator[tuple[int, str]]:
             yield from ((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             yield node.lineno, node.module
-            if node.module.split(".")[0] in BENCH_ROOTS:  # from bench.speed import step_host
+            if node.module.split(".")[0] in BENCH_ROOTS:  # from bench.cases import step_host
                 yield from ((node.lineno, f"{node.module}.{alias.name}") for alias in node.names)
 
 

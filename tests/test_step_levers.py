@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from bench.speed import step_host, step_levers
+from bench.cases import step_host
+from bench.speed import step_levers
 
 
 @pytest.fixture(scope="module")

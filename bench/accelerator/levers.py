@@ -1,10 +1,10 @@
-"""bench/accelerator_check.py's lever rows: bench/speed/step_levers.py (issue 48 §2) in a short
-lease.
+"""bench/accelerator_check.py's lever rows: bench/speed/step_levers.py's (issue 48 §2) in a short
+lease, from the same parts (bench/cases/i2ce_levers.py, bench/cases/step_host.py).
 
 One row per measurement, each checked against the budget on its own: the paper-scale
 I2CE step's parts in bfloat16 and float32, then each model lever alone against the
 shipped step (bfloat16 first: the logits, the decoder unrolled), then what making the
-key in the step gained per model (bench/speed/step_host.py), and a batch placed in one call
+key in the step gained per model, and a batch placed in one call
 against one per array. A lever row recompiles the shipped step beside its own, which
 the persistent compilation cache turns into a load after the batch sweep.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 
 from bench.accelerator.rows import Recorder
+from bench.cases import i2ce_levers, step_host
 from bench.cases.catalogue import CASES, CaseSizes
-from bench.speed import step_host, step_levers
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +44,7 @@ LEVER_ROWS = (
 
 
 def _parts_row(scale: CaseSizes, sizes: LeverSizes, dtype: str) -> dict:
-    parts = step_levers.measure_parts(scale, dtype, sizes.batch, sizes.steps, sizes.rounds)
+    parts = i2ce_levers.measure_parts(scale, dtype, sizes.batch, sizes.steps, sizes.rounds)
     whole = next(p for p in parts if p["part"] == "whole step")
     return {
         "parts": parts,
@@ -57,7 +57,7 @@ def _parts_row(scale: CaseSizes, sizes: LeverSizes, dtype: str) -> dict:
 
 
 def _lever_row(scale: CaseSizes, sizes: LeverSizes, dtype: str, lever: str) -> dict:
-    (row,) = step_levers.measure_levers(
+    (row,) = i2ce_levers.measure_levers(
         scale, dtype, sizes.batch, sizes.steps, sizes.rounds, only=(lever,)
     )
     return {

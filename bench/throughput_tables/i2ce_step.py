@@ -22,8 +22,8 @@ from bench.cases.catalogue import (
     step_flops,
     synthetic_batches,
 )
+from bench.cases.i2ce_levers import i2ce_part_steps, part_inputs
 from bench.harness import load_average, ratio_cells, ratio_summary, time_rounds
-from bench.speed import step_levers
 from bench.throughput_tables.training import TorchRunner, TrainingPair, build_pair, jax_runner
 from capsim.tables import format_cells
 from capsim.train import Trainer
@@ -47,8 +47,8 @@ def _i2ce_part_runners(
     config, model, reference = pair.config, pair.jax_model, pair.torch_model
     ids, mask = batch["anchor_ids"], batch["anchor_mask"]
     size, length = ids.shape[0], ids.shape[1] - 1
-    inputs = step_levers.part_inputs(size, length, config.model.embed_dim, config.model.hidden_dim)
-    jax_calls = step_levers.i2ce_part_steps(model, batch, inputs)
+    inputs = part_inputs(size, length, config.model.embed_dim, config.model.hidden_dim)
+    jax_calls = i2ce_part_steps(model, batch, inputs)
     outputs, cotangent, start = inputs["outputs"], inputs["cotangent"], inputs["start"]
     targets, target_mask = ids[:, 1:], mask[:, 1:]
 

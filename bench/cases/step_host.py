@@ -1,4 +1,5 @@
-"""bench/speed/step_levers.py's host rows: what the host adds to a short step (issue 48 §2).
+"""What the host adds to a short step (issue 48 §2): bench/speed/step_levers.py's host rows and
+the accelerator check's.
 
 - the loss's key: ``Trainer.step`` (the key made inside the compiled step,
   capsim.train.trainer.step_key) against the same step plus the ``jax.random.fold_in``
