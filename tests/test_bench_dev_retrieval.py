@@ -1,11 +1,11 @@
-"""bench/quality/i2ce_dev_retrieval.py: nearest-caption retrieval against a loop over hand-made
-vectors."""
+"""bench/quality/dev_captions.py (i2ce_dev_retrieval.py's measure): nearest-caption retrieval
+against a loop over hand-made vectors."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from bench.quality.i2ce_dev_retrieval import nearest_caption_retrieval
+from bench.quality.dev_captions import nearest_caption_retrieval
 
 
 def _reference(vectors, images):

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 import numpy as np
 
 from bench.harness import record_results
-from bench.quality.i2ce_dev_retrieval import (
+from bench.quality.dev_captions import (
     dev_splits,
     model_loaders,
     model_parser,

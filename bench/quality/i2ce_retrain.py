@@ -35,7 +35,7 @@ from bench.harness import (
     ratio_summary,
     time_rounds,
 )
-from bench.quality.i2ce_dev_retrieval import (
+from bench.quality.dev_captions import (
     dev_splits,
     evaluate,
     model_loaders,

@@ -40,6 +40,7 @@ import tempfile
 import numpy as np
 
 from bench.harness import SHARED_DATA, load_average, record_results
+from bench.quality.swap_pairs import write_long_pairs
 from capsim import metaeval
 from capsim.data.judgment_files import read_caption_pairs
 from capsim.eval import long_caption_pairs
@@ -224,8 +225,6 @@ def main() -> None:
                     "long_captions", result, SECTION, f"{facts}\n\n{text}", "pairs" + seeded
                 )
         if "swap" in parts:
-            from bench.quality.metaeval_report import write_long_pairs
-
             swap_path = tmp_dir / "swap_pairs.jsonl"
             lengths = write_long_pairs(swap_path, 500)
             swap_dir = tmp_dir / "swap"
