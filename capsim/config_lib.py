@@ -187,3 +187,70 @@ def apply_overrides(config: ml_collections.ConfigDict, overrides: Mapping[str, o
             config.update_from_flattened_dict({key: _tuples(value)}, strip_prefix=OVERRIDE_PREFIX)
         except (KeyError, AttributeError) as error:
             raise KeyError(f"cannot set {key!r}: {error}") from error
+
+
+SCALE_ARG = "scale"
+
+
+def parse_scaled_arg(
+    arg: str | None, scales: Mapping[str, Mapping[str, object]], **defaults
+) -> ml_collections.ConfigDict:
+    """``parse_arg`` with a ``scale`` argument naming one of ``scales``: that scale's
+    settings replace the defaults, and the argument's own settings win over both (a
+    paper table's ``scale=here`` and ``scale=paper``)."""
+    parsed = parse_arg(arg, **defaults, **{SCALE_ARG: next(iter(scales))})
+    if parsed[SCALE_ARG] not in scales:
+        raise ValueError(f"scale must be one of {list(scales)}, got {parsed[SCALE_ARG]!r}")
+    given = {item.partition("=")[0] for item in filter(None, (arg or "").split(","))}
+    for key, value in scales[parsed[SCALE_ARG]].items():
+        if key not in defaults:
+            raise KeyError(f"scale {parsed[SCALE_ARG]!r} sets unknown argument {key!r}")
+        if key not in given:
+            parsed[key] = value
+    return parsed
+
+
+def differing_blocks(
+    base: ml_collections.ConfigDict, other: ml_collections.ConfigDict
+) -> dict[str, object]:
+    """The ``config.*`` overrides that turn ``base`` into ``other``: each top-level field
+    that differs, whole (a grid row built as its own config, e.g. a baseline beside VTFN).
+
+    Raises:
+        KeyError: ``other`` has a field that ``base`` lacks (an override could not set it).
+    """
+    extra = sorted(set(other) - set(base))
+    if extra:
+        raise KeyError(f"fields {extra} are not in the grid's first config")
+    overrides = {}
+    for key in other:
+        value = other[key]
+        plain = value.to_dict() if isinstance(value, ml_collections.ConfigDict) else value
+        was = base[key].to_dict() if isinstance(base[key], ml_collections.ConfigDict) else base[key]
+        if plain != was:
+            overrides[f"{OVERRIDE_PREFIX}{key}"] = plain
+    return overrides
+
+
+ROW_PARAM = "row"
+
+
+def row_sweep(hyper, rows: Mapping[str, ml_collections.ConfigDict], seeds: int) -> list[dict]:
+    """A paper table's grid: one job per row (each its own config, given to the grid as
+    what differs from the first row's) and seed (``seed_sweep``)."""
+    first = next(iter(rows.values()))
+    return hyper.product(
+        [
+            hyper.sweep(ROW_PARAM, {name: differing_blocks(first, c) for name, c in rows.items()}),
+            *seed_sweep(hyper, seeds),
+        ]
+    )
+
+
+def chosen_rows(arg: ml_collections.ConfigDict, known: Sequence[str]) -> tuple[str, ...]:
+    """The ``rows`` argument (``+``-joined, in the table's order; "" for all of them)."""
+    names = plus_joined(arg.rows) or tuple(known)
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise KeyError(f"unknown rows {unknown}; known: {list(known)}")
+    return tuple(name for name in known if name in names)

@@ -23,13 +23,7 @@ from capsim import config_lib as common
 from vtfn_jax import config_lib as vtfn_common
 
 TRAIN_MODULE = "vtfn_jax.train"
-ENCODERS = {
-    "bow_sum": dict(kind="bow_sum"),
-    "bow_mean": dict(kind="bow_mean"),
-    "gru": dict(kind="gru", dropout=0.2),
-    "lstm": dict(kind="lstm", dropout=0.2),
-    "cnn": dict(kind="cnn", widths=(1, 2, 3), features=128, pooling="max", dropout=0.2),
-}
+ENCODERS = vtfn_common.ENCODERS
 LOSSES = ("pearson", "covariance", "kendall", "rank", "margin", "triplet")
 # dataset -> the caption sources it trains on ("": the ``sources`` argument's named files)
 DATASETS = {"shapes_world": "shapes_world", "files": ""}

@@ -47,6 +47,7 @@ from launch.grid import (
     shape_of,
     update_job,
 )
+from launch.report import TABLE_JSON, TABLE_MARKDOWN, write_report
 
 MEM_FRACTION = "XLA_PYTHON_CLIENT_MEM_FRACTION"
 # Members a process by default: with --jobs 2, 3.15x a process a job on 2 cores
@@ -251,6 +252,9 @@ def run_sweep(
         pool.shutdown(wait=True, cancel_futures=True)
     aggregate(workdir, module.METRICS)
     print(f"wrote {workdir / 'results.csv'} and {workdir / 'results.md'}")
+    if hasattr(module, "TABLE"):  # a paper table's grid: its layout and claims' verdicts
+        write_report(workdir, module, arg)
+        print(f"wrote {workdir / TABLE_MARKDOWN} and {workdir / TABLE_JSON}")
     for job in failed:
         print(f"FAILED {job.name}: see {workdir / job.name / LOG_FILE}", file=sys.stderr)
     return len(failed)

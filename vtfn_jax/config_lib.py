@@ -207,3 +207,80 @@ def language_model(arg: ml_collections.ConfigDict, kind: str) -> dict:
 def perplexity_eval(arg: ml_collections.ConfigDict) -> dict:
     """A language model's dev perplexity, every ``eval_every`` steps."""
     return dict(type="perplexity", split="dev", every=arg.eval_every)
+
+
+# --------------------------------------------------------------------------- paper tables
+# configs/tables/vtfn_*.py: the paper's tables as seeded grids (launch.paper_table).
+ENCODERS = {
+    "bow_sum": dict(kind="bow_sum"),
+    "bow_mean": dict(kind="bow_mean"),
+    "gru": dict(kind="gru", dropout=0.2),
+    "lstm": dict(kind="lstm", dropout=0.2),
+    "cnn": dict(kind="cnn", widths=(1, 2, 3), features=128, pooling="max", dropout=0.2),
+}
+# Each encoder's settled numbers, as configs/coco_*.py give them (BOW: issue 8's calibration).
+ENCODER_NUMBERS = {
+    "bow_sum": dict(dim=256, lr=1e-2),
+    "bow_mean": dict(dim=256, lr=1e-2),
+    "gru": dict(dim=128, lr=1e-3),
+    "lstm": dict(dim=128, lr=1e-3),
+    "cnn": dict(dim=128, lr=1e-3),
+}
+TABLE_SCALES = {
+    "here": dict(captions="all", epochs=4.0, seeds=5),
+    "paper": dict(sources="coco_tfds", captions="one", epochs=20.0, select="avg2016", seeds=5),
+}
+TABLE_SCALE_NOTES = {
+    "here": (
+        "COCO val2017 captions, all five an image, 4,202 training images, 4 epochs, on COCO "
+        "object labels (an 80-d multi-hot stand-in, not InceptionV3 features); early stopping "
+        "on 250 held-out images' same-image AUC. COCO-Test is the same/different-image pairs "
+        "of 500 held-out val2017 images (2,000 pairs), not the paper's COCO test split. "
+        "Pin-Test is not public and is left out, so the average is over three sets, not four."
+    ),
+    "paper": (
+        "COCO train2014 through TFDS coco_captions (Karpathy splits), one caption an image, "
+        "InceptionV3 features (features=FOLDER, written by vtfn_jax.extract_features), 20 "
+        "epochs selected on STS16 as the paper; for a GPU or the cluster. Pin-Test, SBU "
+        "and Pinterest5M are not public: left out."
+    ),
+}
+# The paper's evaluation sets: STS images2014 and images2015 (Pearson x 100) and COCO-Test.
+TABLE_MEASURES = {
+    "images2014": ("sts", "STS14", "subsets", "images", "pearson"),
+    "images2015": ("sts", "STS15", "subsets", "images", "pearson"),
+    "COCO-Test": ("same_diff", "pearson"),
+}
+TABLE_AVERAGES = {"average": tuple(TABLE_MEASURES)}
+TABLE_METRICS = {**TABLE_MEASURES, "dev_auc": ("train", "best_dev_same_image_auc")}
+
+
+# configs/coco_bow.py's numbers, the rows' common recipe (an encoder row sets its own dim, lr)
+TABLE_NUMBERS = dict(
+    loss="pearson",
+    dim=256,
+    lr=1e-2,
+    decay=0.5,
+    decay_steps=2000,
+    l2=1e-6,
+    batch=128,
+    epochs=20.0,
+    eval_every=100,
+)
+
+
+def table_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
+    """A VTFN table's argument: OPTIONS, TABLE_NUMBERS, the table's own ``defaults`` (its
+    ``rows``), ``scale`` (TABLE_SCALES: here or paper) and ``seeds``."""
+    return common.parse_scaled_arg(
+        arg, TABLE_SCALES, **{**OPTIONS, **TABLE_NUMBERS, "seeds": 5, **defaults}
+    )
+
+
+def encoder_run(arg: ml_collections.ConfigDict, encoder: str) -> ml_collections.ConfigDict:
+    """A VTFN run with ``encoder`` (ENCODERS) and its own numbers (ENCODER_NUMBERS)."""
+    job = ml_collections.ConfigDict({**arg.to_dict(), **ENCODER_NUMBERS[encoder]})
+    config = run(job)
+    config.model = model(job, encoder=ENCODERS[encoder])
+    config.loss = loss(job)
+    return finish(config, job)
