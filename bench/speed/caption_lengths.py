@@ -40,7 +40,7 @@ import numpy as np
 
 from bench import harness
 from bench.harness import load_cell
-from bench.throughput_tables.metric_suite import _evaluate, _NoSpice, write_coco_files
+from bench.throughput_tables.metric_suite import NoSpice, coco_evaluate, write_coco_files
 from capsim.metrics import cocoeval
 from capsim.metrics.meteor import Meteor
 from capsim.metrics.tokenizer import ptb_tokenize
@@ -140,15 +140,15 @@ def evaluate_rows(lengths: list[int], images: int, rounds: int) -> list[dict]:
     """The whole evaluate() of both on ``images`` paragraphs of each length."""
     import pycocoevalcap.eval as coco_eval
 
-    coco_eval.Spice = _NoSpice  # SPICE would download CoreNLP: compared without it
+    coco_eval.Spice = NoSpice  # SPICE would download CoreNLP: compared without it
     rows = []
     for words in lengths:
         gts, res = paragraphs(images, words)
         with tempfile.TemporaryDirectory() as folder:
             files = write_coco_files(gts, res, Path(folder))
             runners = {
-                "capsim": lambda _, f=files: _evaluate(cocoeval, *f),
-                "pycocoevalcap": lambda _, f=files: _evaluate(coco_eval, *f),
+                "capsim": lambda _, f=files: coco_evaluate(cocoeval, *f),
+                "pycocoevalcap": lambda _, f=files: coco_evaluate(coco_eval, *f),
             }
             for run in runners.values():
                 run(0)

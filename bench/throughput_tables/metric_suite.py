@@ -54,7 +54,7 @@ def write_coco_files(gts: Mapping, res: Mapping, folder: Path) -> tuple[Path, Pa
     return folder / "captions.json", folder / "results.json"
 
 
-class _NoSpice:
+class NoSpice:
     """pycocoevalcap's SPICE would download CoreNLP: the suite is compared without it."""
 
     def compute_score(self, gts: Mapping, res: Mapping) -> tuple[float, list[float]]:
@@ -64,7 +64,7 @@ class _NoSpice:
         return "SPICE"
 
 
-def _evaluate(module: object, annotations: Path, results: Path) -> None:
+def coco_evaluate(module: object, annotations: Path, results: Path) -> None:
     """``COCOEvalCap(coco, coco.loadRes(results)).evaluate()`` as users write it."""
     from pycocotools.coco import COCO
 
@@ -160,12 +160,12 @@ def measure_suite(gts: Mapping, res: Mapping, *, rounds: int) -> dict:
 
     with tempfile.TemporaryDirectory() as folder:
         files = write_coco_files(gts, res, Path(folder))
-        coco_eval.Spice = _NoSpice
+        coco_eval.Spice = NoSpice
         runners = {
-            "capsim": lambda _: _evaluate(cocoeval, *files),
-            "pycocoevalcap": lambda _: _evaluate(coco_eval, *files),
+            "capsim": lambda _: coco_evaluate(cocoeval, *files),
+            "pycocoevalcap": lambda _: coco_evaluate(coco_eval, *files),
             # the drop-in alone: the same metrics as pycocoevalcap's without SPICE
-            "capsim drop-in": lambda _: _evaluate(capsim_cocoeval, *files),
+            "capsim drop-in": lambda _: coco_evaluate(capsim_cocoeval, *files),
         }
         capsim_metrics, coco_metrics = _suite_metrics(gts, res)
         metric_seconds: dict = {"capsim": {}, "pycocoevalcap": {}}
