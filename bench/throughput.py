@@ -84,7 +84,6 @@ from i2ce_jax.scorer import I2CEScorer
 
 SECTION = "## Throughput"
 MEMBERS_SECTION = "## Members of a grid (issue 53)"
-MATMUL_SIZE = 2048  # the peak: a 2048 x 2048 x 2048 float32 product, timed in the same run
 
 
 def write_training_results(
@@ -116,7 +115,7 @@ Command: `{command}`
   figures measured side by side mean anything. JAX {m["jax"]} on {m["jax_devices"]} device;
   torch {m["torch"]} with {m["torch_threads"]} threads, OMP_WAIT_POLICY={m["omp_wait_policy"]}
   (see the script).
-- Peak: the fastest of 10 {MATMUL_SIZE}x{MATMUL_SIZE}x{MATMUL_SIZE} float32 matmuls in JAX,
+- Peak: the fastest of 10 {flops.PEAK_MATMUL_SIZE}³ float32 matmuls in JAX,
   measured in this run before and after the rows: {peak["before"] / 1e9:.0f} and
   {peak["after"] / 1e9:.0f} GFLOP/s; the share of peak uses the higher.
 - Training: {st["rounds"]} alternating rounds of {st["steps"]} steps per side after
@@ -256,7 +255,7 @@ def main() -> None:
         scorer = I2CEScorer.pretrained(args.model)
         rows = measure_scoring(gts, res, rounds=args.rounds, scorer=scorer)
         print(scoring_table(rows), flush=True)
-        peak = flops.measured_matmul_peak(MATMUL_SIZE, repeats=10)
+        peak = flops.measured_matmul_peak(repeats=10)
         measured = {"parts": measure_scorer_parts(scorer, gts, res, rounds=args.rounds, peak=peak)}
         if args.model == pretrained.DEFAULT and suite_available():
             measured["suite"] = measure_suite(gts, res, rounds=args.rounds)
@@ -271,7 +270,7 @@ def main() -> None:
     use_every_core()
     machine = harness.machine_facts()
     sizes = Sizes(batch_size=args.batch_size)
-    before = flops.measured_matmul_peak(MATMUL_SIZE, repeats=10)
+    before = flops.measured_matmul_peak(repeats=10)
     rows = []
     for name in TRAINING_MODELS:
         row = measure_training(
@@ -286,7 +285,7 @@ def main() -> None:
         rows.append(row)
     parts = measure_i2ce_parts(steps=args.part_steps, rounds=args.rounds, sizes=sizes)
     stall = measure_checkpoint_stall(rounds=args.rounds, sizes=sizes)
-    after = flops.measured_matmul_peak(MATMUL_SIZE, repeats=10)
+    after = flops.measured_matmul_peak(repeats=10)
     peak = {"before": before, "after": after, "flops_per_s": max(before, after)}
     for row in rows + parts:
         row["peak_fraction"] = row["flops_per_s"] / peak["flops_per_s"]

@@ -21,7 +21,6 @@ from bench.cases.placed import PlacedSteps
 
 DTYPES = ("float32", "bfloat16")
 MIN_TIMED_STEPS = 3  # a row short of time times no fewer steps than this
-MEASURED_MATMUL = 2048
 TERA = 1e12
 
 
@@ -111,8 +110,8 @@ def device_peaks(device_kind: str) -> dict[str, dict]:
     count = jax.device_count()
     peak = known_peak(device_kind)
     if peak is None:
-        rate = flops.measured_matmul_peak(MEASURED_MATMUL, repeats=3) / TERA
-        source = f"measured: {MEASURED_MATMUL}³ float32 matmul on {device_kind}"
+        rate = flops.measured_matmul_peak(repeats=3) / TERA
+        source = f"measured: {flops.PEAK_MATMUL_SIZE}³ float32 matmul on {device_kind}"
         return {d: {"tflops": rate * count, "source": source} for d in DTYPES}
     return {
         d: {"tflops": getattr(peak, d) * count, "source": f"table: {peak.name} {d}"} for d in DTYPES

@@ -150,7 +150,12 @@ def vtfn_step_flops(config: ml_collections.ConfigDict, image_dim: int) -> StepFl
     )
 
 
-def measured_matmul_peak(size: int = 2048, repeats: int = 5) -> float:
+# The product the peak is timed on: [2048, 2048] x [2048, 2048] in float32, large enough to
+# fill the matmul units, short enough to time ten of in a second.
+PEAK_MATMUL_SIZE = 2048
+
+
+def measured_matmul_peak(size: int = PEAK_MATMUL_SIZE, repeats: int = 5) -> float:
     """FLOP/s of the fastest of ``repeats`` [size, size] float32 products on the default
     device: the peak to measure MFU against where no table gives one (CPUs)."""
     a = jax.random.normal(jax.random.key(0), (size, size), jnp.float32)
