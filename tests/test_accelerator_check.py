@@ -75,7 +75,7 @@ def test_toy_run_prints_each_row_and_writes_every_row(toy_run):
     summaries = {(f"{name} training bfloat16/float32", "bfloat16/float32", None) for name in SWEPT}
     twins = {(f"{name} JAX/PyTorch", "float32", 8) for name in TWINS}
     inputs = {key for key in rows if key[0].startswith("input wait")}
-    levers = {("I2CE paper scale parts", d, 8) for d in accelerator_check.DTYPES}
+    levers = {("I2CE-paper-scale parts", d, 8) for d in accelerator_check.DTYPES}
     levers |= {(f"I2CE lever: {name}", d, 8) for d, name in accelerator_levers.LEVER_ROWS}
     levers |= {(f"{name} host key", "float32", 8) for name in TWINS}
     levers.add(("batch placement", "float32", 8))

@@ -209,11 +209,11 @@ def test_input_wait_rows_time_the_loop_against_its_step_on_each_path(tmp_path, m
     of the medians; the rows land in input_wait.json and their RESULTS.md section."""
     from bench.throughput_tables import input_wait as inputs
 
-    rows = inputs.measure_input_rows(inputs.TOY, rounds=2, models=("VTFN-BOW", "I2CE"))
+    rows = inputs.measure_input_rows(inputs.TOY, rounds=2, models=("VTFN-BOW", "I2CE-default"))
     assert [(r["name"], r["path"]) for r in rows] == [
         ("VTFN-BOW", "device tables"),
         ("VTFN-BOW", "host gather"),
-        ("I2CE", "no tables"),
+        ("I2CE-default", "no tables"),
     ]
     for row in rows:
         assert row["what"] == "input" and row["batch"] == inputs.TOY.batch_size
@@ -229,7 +229,7 @@ def test_input_wait_rows_time_the_loop_against_its_step_on_each_path(tmp_path, m
     monkeypatch.setattr(inputs, "RESULTS_JSON", tmp_path / "input_wait.json")
     inputs.write_input_results("cmd", rows, harness.machine_facts())
     saved = json.loads((tmp_path / "input_wait.json").read_text())
-    assert [r["name"] for r in saved] == ["VTFN-BOW", "VTFN-BOW", "I2CE"]
+    assert [r["name"] for r in saved] == ["VTFN-BOW", "VTFN-BOW", "I2CE-default"]
     assert "## Input wait\n" in (tmp_path / "RESULTS.md").read_text()
 
 

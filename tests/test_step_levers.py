@@ -53,7 +53,7 @@ def test_the_host_key_rows_cover_every_case(toy_run):
 def test_placement_rows_time_each_input_path(toy_run):
     rows = toy_run["placement"]
     assert [r["batch_of"] for r in rows] == [
-        "I2CE",
+        "I2CE-paper-scale",
         "VTFN-GRU, device tables",
         "VTFN-GRU, host gather",
     ]

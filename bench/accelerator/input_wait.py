@@ -14,7 +14,7 @@ from bench.throughput_tables import input_wait as throughput_input
 # how hard the step presses on its input.
 INPUT_ROWS = (
     ("VTFN-GRU", "device tables"),
-    ("I2CE", None),
+    ("I2CE-default", None),
     ("VTFN-BOW", "device tables"),
     ("VTFN-BOW", "host gather"),
 )

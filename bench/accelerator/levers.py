@@ -96,7 +96,7 @@ def levers(rec: Recorder, scale: CaseSizes, toy: bool, share: float) -> None:
     sizes = TOY_LEVERS if toy else FULL_LEVERS
     for dtype in ("bfloat16", "float32"):
         rec.row(
-            "I2CE paper scale parts",
+            "I2CE-paper-scale parts",
             dtype,
             lambda d=dtype: _parts_row(scale, sizes, d),
             kind="parts",

@@ -172,11 +172,11 @@ def vtfn_case(
 
 # Row name -> the case at (sizes, dtype, batch). The batch sweep runs SWEPT; the twins run all.
 CASES: dict[str, Callable[[CaseSizes, str, int], TrainingCase]] = {
-    "I2CE paper scale": i2ce_case,
+    "I2CE-paper-scale": i2ce_case,
     "VTFN-GRU": lambda s, d, b: vtfn_case(coco_gru.get_config(f"dim={s.vtfn_dim}"), s, d, b),
     "VTFN-BOW": lambda s, d, b: vtfn_case(coco_bow.get_config(f"dim={s.vtfn_dim}"), s, d, b),
 }
-SWEPT = ("I2CE paper scale", "VTFN-GRU")
+SWEPT = ("I2CE-paper-scale", "VTFN-GRU")
 
 
 # --------------------------------------------------------------------------- TRAINING_MODELS

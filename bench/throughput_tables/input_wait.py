@@ -56,7 +56,7 @@ MIN_STEPS, MAX_STEPS = 5, 200
 INPUT_MODELS: dict[str, Callable[[], ml_collections.ConfigDict]] = {
     "VTFN-BOW": TRAINING_MODELS["VTFN-BOW"],
     "VTFN-GRU": TRAINING_MODELS["VTFN-GRU"],
-    "I2CE": TRAINING_MODELS["I2CE-default"],
+    "I2CE-default": TRAINING_MODELS["I2CE-default"],
 }
 PATHS = {"device tables": "on", "host gather": "off"}
 

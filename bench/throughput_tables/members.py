@@ -91,7 +91,7 @@ def member_row(
     vmapped_rate = examples / statistics.median(seconds["vmapped"])
     in_turn_rate = examples / statistics.median(seconds[IN_TURN])
     return {
-        "name": f"{name.removesuffix(' paper scale')}, {size} sizes",
+        "name": f"{name.removesuffix('-paper-scale')}, {size} sizes",
         "members": members,
         "mode": "vmapped" if vmapped_rate > in_turn_rate else IN_TURN,
         "packed_examples_per_second": vmapped_rate,
@@ -115,7 +115,7 @@ def _in_turn_only(
     """The row of members whose vmapped program does not fit: in turn only, and why."""
     seconds = statistics.median(_timed(in_turn, min_seconds) for _ in range(rounds))
     return {
-        "name": f"{name.removesuffix(' paper scale')}, {size} sizes",
+        "name": f"{name.removesuffix('-paper-scale')}, {size} sizes",
         "members": members,
         "mode": IN_TURN,
         "packed_examples_per_second": None,

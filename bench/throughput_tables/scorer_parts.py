@@ -30,7 +30,6 @@ from i2ce_jax.scorer import I2CEScorer, SentenceTable, unit_vectors_and_norms, v
 
 ROLLED = "encoder with the GRU loop rolled (not in the call)"
 I2CE_PARTS = ("checks", "distinct sentences", "tokenise", "batching", "encoder", "pooling")
-SUITE_METRICS = ("tokenise", "BLEU", "METEOR", "ROUGE-L", "CIDEr", "I2CE")
 
 
 def _encoder_flops(scorer: I2CEScorer, batches: Sequence, rows: Sequence) -> tuple[int, int]:
