@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 
 from bench import harness
@@ -60,11 +61,6 @@ from bench.cases.catalogue import (
 from bench.harness import update_section
 from bench.throughput_tables import input_wait as throughput_input
 from bench.throughput_tables import members
-from bench.throughput_tables.i2ce_step import (
-    measure_checkpoint_stall,
-    measure_i2ce_parts,
-    parts_table,
-)
 from bench.throughput_tables.metric_suite import measure_suite, suite_available
 from bench.throughput_tables.pipeline import COCO_IMAGES, measure_pipeline, pipeline_table
 from bench.throughput_tables.scorer_parts import (
@@ -78,12 +74,14 @@ from bench.throughput_tables.scoring import (
     scoring_table,
     write_scoring_results,
 )
-from bench.throughput_tables.training import measure_training, training_table, use_every_core
 from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer
 
 SECTION = "## Throughput"
 MEMBERS_SECTION = "## Members of a grid (issue 53)"
+TORCH_MISSING = (
+    "the training rows need torch: pip install -e '.[bench]' (or --only score, input or members)"
+)
 
 
 def write_training_results(
@@ -95,9 +93,11 @@ def write_training_results(
     parts: list[dict],
     stall: dict,
     pipeline_rows: list[dict],
+    tables: tuple[str, str],
 ) -> str:
-    """The "## Throughput" section, and the training, part and pipeline rows of throughput.json."""
-    table = training_table(rows)
+    """The "## Throughput" section, and the training, part and pipeline rows of throughput.json;
+    ``tables`` are the training rows' and the parts' tables, as text."""
+    table, parts_text = tables
     fastest = max(rows, key=lambda r: r["ours"])
     pipeline_notes = "\n".join(f"- `{r['name']}`: {r['description']}." for r in pipeline_rows)
     params = "; ".join(
@@ -142,7 +142,7 @@ rounds; `measure_i2ce_parts`). The readout is the [B*{PAPER.tokens - 1}, {PAPER.
 scan over {PAPER.tokens - 1} steps. Shares of peak use the same
 in-run peak as the table above.
 
-{parts_table(parts)}
+{parts_text}
 
 Checkpoint saves (`measure_checkpoint_stall`): saving the paper-scale I2CE state
 ({stall["bytes"] / 1e6:.0f} MB: model, Adam moments, grain iterator) holds the training loop
@@ -265,15 +265,24 @@ def main() -> None:
         )
         print(details, flush=True)
         write_scoring_results(command, rows, args.model, details, measured)
-    if args.only == "score":
-        return
-    use_every_core()
+    if args.only != "score":
+        measure_training_rows(args, command)
+
+
+def measure_training_rows(args: argparse.Namespace, command: str) -> None:
+    """The training rows against their PyTorch twins, the I2CE step's parts, the checkpoint
+    stall and the input pipelines; the "## Throughput" section."""
+    if importlib.util.find_spec("torch") is None:
+        raise SystemExit(TORCH_MISSING)
+    from bench.throughput_tables import i2ce_step, training  # import torch: the bench extra
+
+    training.use_every_core()
     machine = harness.machine_facts()
     sizes = Sizes(batch_size=args.batch_size)
     before = flops.measured_matmul_peak(repeats=10)
     rows = []
     for name in TRAINING_MODELS:
-        row = measure_training(
+        row = training.measure_training(
             name, steps=args.steps, warmup=args.warmup, sizes=sizes, rounds=args.rounds
         )
         print(
@@ -283,8 +292,8 @@ def main() -> None:
             flush=True,
         )
         rows.append(row)
-    parts = measure_i2ce_parts(steps=args.part_steps, rounds=args.rounds, sizes=sizes)
-    stall = measure_checkpoint_stall(rounds=args.rounds, sizes=sizes)
+    parts = i2ce_step.measure_i2ce_parts(steps=args.part_steps, rounds=args.rounds, sizes=sizes)
+    stall = i2ce_step.measure_checkpoint_stall(rounds=args.rounds, sizes=sizes)
     after = flops.measured_matmul_peak(repeats=10)
     peak = {"before": before, "after": after, "flops_per_s": max(before, after)}
     for row in rows + parts:
@@ -303,8 +312,11 @@ def main() -> None:
         for k, v in vars(args).items()
         if k in ("steps", "warmup", "batch_size", "rounds", "pipeline_batches", "part_steps")
     }
+    tables = (training.training_table(rows), i2ce_step.parts_table(parts))
     print(
-        write_training_results(command, settings, machine, peak, rows, parts, stall, pipeline_rows)
+        write_training_results(
+            command, settings, machine, peak, rows, parts, stall, pipeline_rows, tables
+        )
     )
 
 
