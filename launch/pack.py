@@ -12,14 +12,14 @@ initialisation, data order, schedule, early stopping, checkpoints, ``results.jso
 ``log.txt`` are a solo run's, and kill-and-resume, SIGTERM and the workdir lock work as
 for one job. What members share is the process: imports, the data a config builds,
 the compiled step (seeds and optimizer numbers are its arguments), and, **vmapped**, one
-step for all members (capsim.train.members). Members that differ in a loss scalar or a
-dropout rate are constants of their step, so they form separate vmapped groups.
-``--member_mode auto`` (the default) takes what capsim.train.members.member_mode
-measured faster for the backend and the model; each member's results.json and log say
-which, under ``"pack"``.
+step for all members of a program (capsim.train.members; ``programs`` decides which
+share one: members that differ in a loss scalar or a dropout rate, constants of the
+step, form separate programs). ``--member_mode auto`` (the default) takes what
+capsim.train.members.member_mode measured faster for the backend and the model; the
+pack's log names the mode taken, and each member's results.json under ``"pack"``.
 
 In turn, a member that fails is recorded (its log holds the traceback) and the next one
-runs; vmapped, an error stops the group. Members whose folder already holds results.json
+runs; vmapped, an error stops the members of its program. Members whose folder already holds results.json
 are skipped, so rerunning the same command (a requeued SLURM array task) resumes the
 pack; a pack left with one member runs it in turn, as the solo run it is. A SIGTERM
 saves the running members' checkpoints, as a solo run does, and ends the pack: the next
@@ -39,7 +39,6 @@ import time
 import traceback
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from capsim.config_lib import IN_TURN
 from capsim.workdir import RESULTS_FILE
@@ -66,22 +65,6 @@ def output_to(path: Path) -> Iterator[None]:
             os.dup2(saved[1], 2)
             os.close(saved[0])
             os.close(saved[1])
-
-
-def vmapped_groups(configs: Sequence[Any]) -> list[list[int]]:
-    """Indices of the members one vmapped step can train together: equal configs but
-    for the keys a step takes as arguments (capsim.train.members.VMAPPED_KEYS)."""
-    from capsim.train.members import vmapped_differences
-
-    groups: list[list[int]] = []
-    for index, config in enumerate(configs):
-        for group in groups:
-            if not vmapped_differences([configs[group[0]], config]):
-                group.append(index)
-                break
-        else:
-            groups.append([index])
-    return groups
 
 
 def run_pack(
@@ -116,44 +99,32 @@ def run_pack(
         member.lock()
         apply_overrides(member, json.loads((job_dir / "overrides.json").read_text()))
         configs.append(member)
-    groups = [list(range(len(job_dirs)))] if mode == IN_TURN else vmapped_groups(configs)
-    failed = 0
-    for group in groups:
-        dirs = [job_dirs[k] for k in group]
-        began = time.monotonic()
-        print(f"members {', '.join(d.name for d in dirs)} ({mode})", flush=True)
+    began, failed, recorded = time.monotonic(), 0, set()
 
-        recorded: set[int] = set()
+    def record(index: int, outcome: object) -> None:
+        nonlocal failed
+        returncode = int(isinstance(outcome, Exception))
+        failed += returncode
+        recorded.add(index)
+        seconds = round(time.monotonic() - began, 1)
+        update_job(job_dirs[index], returncode=returncode, seconds=seconds)
 
-        def record(
-            index: int, outcome: object, dirs: list[Path] = dirs, began=began, done=recorded
-        ) -> None:
-            nonlocal failed
-            returncode = int(isinstance(outcome, Exception))
-            failed += returncode
-            done.add(index)
-            update_job(
-                dirs[index], returncode=returncode, seconds=round(time.monotonic() - began, 1)
-            )
-
-        try:
-            train_and_evaluate_pack(
-                [configs[k] for k in group],
-                [str(d) for d in dirs],
-                declare,
-                mode,
-                lambda index, dirs=dirs: output_to(dirs[index] / LOG_FILE),
-                record,
-                fit_memory,
-            )
-        except SystemExit as stop:  # a SIGTERM saved the members; the pack ends
-            if stop.code:
-                raise
-            return failed
-        except Exception as error:  # vmapped: the error stops the members not yet done
-            for index, job_dir in enumerate(dirs):
-                if index in recorded:
-                    continue
+    try:
+        train_and_evaluate_pack(
+            configs,
+            [str(d) for d in job_dirs],
+            declare,
+            mode,
+            lambda index: output_to(job_dirs[index] / LOG_FILE),
+            record,
+            fit_memory,
+        )
+    except SystemExit as stop:  # a SIGTERM saved the members; the pack ends
+        if stop.code:
+            raise
+    except Exception as error:  # before any member trained (a config refused): all stop
+        for index, job_dir in enumerate(job_dirs):
+            if index not in recorded:
                 with output_to(job_dir / LOG_FILE):
                     traceback.print_exception(error)
                 record(index, error)

@@ -1,19 +1,21 @@
 """The training loop of ``Trainer.fit``: resume, step, log, evaluate, checkpoint, stop.
 
-``Run`` is one call of ``capsim.train.trainer.Trainer.fit`` (the compiled step and
-the state it owns stay in the Trainer). Its hooks: metrics rows and the progress
-line, dev evaluations ranked by ``early_stopping.metric`` (orbax keeps the best
-step; capsim.train.checkpoint), early stopping, preemption and lost peers
-(capsim.train.faults), and an optional profiler trace. ``TrainResult`` is what it returns.
+``Run`` is one run's part of a call of ``capsim.train.trainer.Trainer.fit`` (the compiled
+step and the state it owns stay in the Trainer): metrics rows and the progress line,
+dev evaluations ranked by ``early_stopping.metric`` (orbax keeps the best step;
+capsim.train.checkpoint), early stopping. ``train_runs`` is the loop: it steps one run,
+or a pack's members (capsim.train.members) together, with preemption and lost peers
+(capsim.train.faults) and an optional profiler trace. ``TrainResult`` is what a run returns.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import math
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -21,7 +23,6 @@ import jax
 import numpy as np
 from flax import nnx
 
-from capsim import mesh as mesh_lib
 from capsim.checkpoints import LEGACY_BEST_DIR
 from capsim.errors import CheckpointError, UnusableCheckpointsError
 from capsim.progress import Progress
@@ -69,7 +70,14 @@ class TrainResult:
 
 
 class Run:
-    """One call of ``Trainer.fit``: the loop and the state only it needs."""
+    """One run of ``Trainer.fit`` (or one member of a pack): its checkpoints, metrics and
+    evaluations, and the hooks ``train_runs`` calls around its steps.
+
+    ``trainer`` is a ``Trainer`` or what stands for one (capsim.train.members.PackMember):
+    its config, ``train_objects``/``place_objects`` (the state as objects a checkpoint
+    saves or restores into), ``keep_trained``, ``device_batches``, ``host_metrics``,
+    ``local_model`` and ``input_path``.
+    """
 
     def __init__(self, trainer: Any, workdir: Path, train_data, evaluate):
         config = trainer.config
@@ -98,7 +106,6 @@ class Run:
             self.step = self._resume()
         save_config(config, workdir)
         self.first_step = self.step
-        self.trace = StepTrace(config.get("profile_steps", ""), workdir / PROFILE_DIR)
 
     def _resume(self) -> int:
         """Opens the checkpoints and restores the newest usable one; returns its step (0: none)."""
@@ -107,15 +114,15 @@ class Run:
         )
         if not self.checkpoints.holds_checkpoints():
             return 0
-        trainer = self.trainer
+        model, optimizer = self.trainer.train_objects()
         try:
             step = self.checkpoints.restore_newest_usable(
-                model=trainer.model, optimizer=trainer.optimizer, data_iterator=self.data_iter
+                model=model, optimizer=optimizer, data_iterator=self.data_iter
             )["step"]
         except UnusableCheckpointsError:
             self.checkpoints.close()  # before start_over moves its folder
             raise
-        trainer.place_state()
+        self.trainer.place_objects(model, optimizer)
         logging.info("resumed from %s at step %d", self.checkpoints.directory, step)
         return step
 
@@ -150,27 +157,9 @@ class Run:
         return self.step < self.config.num_steps and not self.should_stop()
 
     def loop(self) -> TrainResult:
-        """Trains until ``active()`` ends; a preemption saves and exits 0."""
-        self.begin()
-        batches = self.trainer.device_batches(self.data_iter)
-        preemption = Preemption(self.checkpoints.reached_preemption)
-        try:
-            with exit_on_failure(self.describe_checkpoint):
-                while self.active():
-                    batch, data_state, seconds = next(batches)
-                    self.trace.before_step(self.step)
-                    with jax.profiler.StepTraceAnnotation("train", step_num=self.step + 1):
-                        metrics = self.trainer.step(batch)
-                    self.trace.after_step(self.step + 1, metrics)
-                    preempted = preemption.reached(self.step + 1)  # every step, every process
-                    self.after_step(metrics, data_state, seconds, preempted)
-                    if preempted:
-                        self.stop_preempted()
-                        sys.exit(0)
-        finally:
-            batches.close()  # its placing thread stops before anything else uses the iterator
-            preemption.close()  # SIGTERM back to its previous handler, however the loop ends
-        return self.finish()
+        """Trains until ``active()`` ends (``train_runs`` of this run alone)."""
+        (result,) = train_runs([self], lambda batches, active: self.trainer.step(batches[0]))
+        return result
 
     def begin(self) -> None:
         """What the steps write to: metrics rows, the progress line, the eval history."""
@@ -219,11 +208,11 @@ class Run:
         # Forced saves: evaluations (ranked for the best step), the last step and a
         # preemption; orbax's policy adds its interval.
         if evaluated or done or preempted or self.checkpoints.should_save(self.step):
-            trainer.sync_objects()
+            model, optimizer = trainer.train_objects()
             self.checkpoints.save(
                 self.step,
-                model=trainer.model,
-                optimizer=trainer.optimizer,
+                model=model,
+                optimizer=optimizer,
                 data_state=data_state,
                 metrics=selection_metrics(metric, results[metric], self.stopping.mode)
                 if evaluated
@@ -246,8 +235,7 @@ class Run:
                 " and stopped early" if self.should_stop() else "",
             )
             speeds = logged_values(self.workdir, "train/examples_per_second")
-        nnx.update((trainer.model, trainer.optimizer), mesh_lib.to_local(trainer.state))
-        trainer.model.eval()
+        trainer.keep_trained()
         self.writer.close()
         best, stopped_early = self.best_value(), self.should_stop()
         self.checkpoints.close()
@@ -262,6 +250,11 @@ class Run:
             input_path=trainer.input_path.name,
         )
 
+    def close(self) -> None:
+        """Closes its files without finishing (nothing was trained)."""
+        self.writer.close()
+        self.checkpoints.close()
+
     def stop_preempted(self) -> None:
         """After a preemption's save: waits for it and says how to resume (the caller exits)."""
         self.checkpoints.wait()
@@ -272,3 +265,58 @@ class Run:
             file=sys.stderr,
             flush=True,
         )
+
+
+def train_runs(
+    runs: Sequence[Run],
+    step: Callable[[list[dict], np.ndarray], Mapping[str, Any]],
+    output: Callable[[int], contextlib.AbstractContextManager] | None = None,
+) -> list[TrainResult]:
+    """The training loop: steps the runs together until none is ``active()``, then
+    returns each one's TrainResult; a preemption saves them all and exits 0.
+
+    ``step(batches, active)`` trains one step of the runs marked ``active`` on their
+    global batches (a stopped run's slot holds another run's batch, to be ignored) and
+    returns the step's metrics: ``Trainer.step`` for one run, ``PackTrainer.step`` for a
+    pack's members. ``output(k)`` (optional) is entered around what run k prints. The
+    profiler traces ``profile_steps`` of the first run's config into its workdir.
+    """
+    output = output or (lambda index: contextlib.nullcontext())
+    for index, run in enumerate(runs):
+        with output(index):
+            run.begin()
+    first = runs[0]
+    feeds = [run.trainer.device_batches(run.data_iter) for run in runs]
+    preemption = Preemption(first.checkpoints.reached_preemption)
+    trace = StepTrace(first.config.get("profile_steps", ""), first.workdir / PROFILE_DIR)
+    try:
+        with exit_on_failure(lambda: ", ".join(run.describe_checkpoint() for run in runs)):
+            while any(run.active() for run in runs):
+                active = np.array([run.active() for run in runs])
+                done = max(run.step for run, on in zip(runs, active, strict=True) if on)
+                taken = [next(feed) if on else None for feed, on in zip(feeds, active, strict=True)]
+                spare = next(item[0] for item in taken if item is not None)
+                batches = [spare if item is None else item[0] for item in taken]
+                trace.before_step(done)
+                with jax.profiler.StepTraceAnnotation("train", step_num=done + 1):
+                    metrics = step(batches, active)
+                trace.after_step(done + 1, metrics)
+                preempted = preemption.reached(done + 1)  # every step, every process
+                for index in np.flatnonzero(active):
+                    _, data_state, seconds = taken[index]
+                    with output(index):
+                        runs[index].after_step(metrics, data_state, seconds, preempted)
+                if preempted:
+                    for index, run in enumerate(runs):
+                        with output(index):
+                            run.stop_preempted()
+                    sys.exit(0)
+    finally:
+        for feed in feeds:  # their placing threads stop before anything else uses the iterators
+            feed.close()
+        preemption.close()  # SIGTERM back to its previous handler, however the loop ends
+    results = []
+    for index, run in enumerate(runs):
+        with output(index):
+            results.append(run.finish())
+    return results

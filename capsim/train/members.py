@@ -7,8 +7,11 @@ vmapped over it: each member keeps its own initialisation, batches (its data ord
 loss key, learning-rate schedule and weight decay (the optimizer's numbers live in its
 state, capsim.train.optimizer), while the device tables are placed once for all.
 Each member is otherwise a run of its own (``capsim.train.loop.Run`` over a
-``PackMember``): its job folder, metrics, evaluations, checkpoints and early stopping;
-a member that stops early has its updates masked and keeps its best checkpoint.
+``PackMember``), stepped by the library's loop (capsim.train.loop.train_runs): its job
+folder, metrics, evaluations, checkpoints and early stopping; a member that stops early
+has its updates masked and keeps its best checkpoint. The stack is the one copy of the
+members' state: their models hold only shapes until ``fit`` hands the trained state back.
+``programs`` decides which members share one vmapped step.
 
 ``member_mode`` chooses vmapped or in turn (``python bench/throughput.py --only members``).
 """
@@ -16,7 +19,6 @@ a member that stops early has its updates masked and keeps its best checkpoint.
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,9 +33,8 @@ from flax import nnx
 from capsim import mesh as mesh_lib
 from capsim.config_lib import HYPERPARAMETERS, IN_TURN, VMAPPED
 from capsim.task import LossFn
-from capsim.train.faults import Preemption, exit_on_failure
 from capsim.train.lock import hold_workdir
-from capsim.train.loop import PeriodicEval, Run, TrainResult
+from capsim.train.loop import PeriodicEval, Run, TrainResult, train_runs
 from capsim.train.memory_fit import (
     MEMORY_MARGIN,
     MemoryFitError,
@@ -43,7 +44,13 @@ from capsim.train.memory_fit import (
     tree_bytes,
 )
 from capsim.train.optimizer import make_optimizer, trainable
-from capsim.train.trainer import Trainer, make_train_step, seed_array
+from capsim.train.trainer import (
+    device_batches,
+    evaluation_model,
+    make_train_step,
+    placed_tables,
+    seed_array,
+)
 
 # Config keys the members of one vmapped program may differ in: the step's arguments (seed,
 # the optimizer's numbers) and the loop's own keys. The rest are constants of the compiled
@@ -106,23 +113,32 @@ def _flatten(tree: Mapping, prefix: str = "") -> dict[str, Any]:
     return flat
 
 
-def shared_programs(
-    models: Sequence[nnx.Module], tables: Sequence[Mapping[str, np.ndarray] | None]
+def programs(
+    configs: Sequence[ml_collections.ConfigDict],
+    models: Sequence[nnx.Module],
+    tables: Sequence[Mapping[str, np.ndarray] | None] | None = None,
 ) -> list[list[int]]:
-    """The members (indices) that one vmapped step can train: models of the same structure
-    and sizes, and equal device tables (shared, never copied). Each member's data builds
-    its vocabulary, so members of other seeds may differ there."""
+    """The members (indices) that one vmapped step can train, in groups: configs equal but
+    for ``VMAPPED_KEYS``, models of the same structure and sizes, and equal device tables
+    (shared, never copied; ``None``: not compared). Each member's data builds its
+    vocabulary, so members of other seeds may differ in sizes or tables."""
+    tables = tables or [None] * len(models)
+    signatures = [_signature(nnx.state(model)) for model in models]
+
+    def together(a: int, b: int) -> bool:
+        return (
+            signatures[a] == signatures[b]
+            and _same_tables(tables[a], tables[b])
+            and not vmapped_differences([configs[a], configs[b]])
+        )
+
     groups: list[list[int]] = []
-    keys: list[str] = []
-    for index, model in enumerate(models):
-        key = _signature(nnx.state(model))
-        for group, group_key in zip(groups, keys, strict=True):
-            if key == group_key and _same_tables(tables[group[0]], tables[index]):
-                group.append(index)
-                break
-        else:
+    for index in range(len(models)):
+        group = next((g for g in groups if together(g[0], index)), None)
+        if group is None:
             groups.append([index])
-            keys.append(key)
+        else:
+            group.append(index)
     return groups
 
 
@@ -138,16 +154,32 @@ def _signature(state: nnx.State) -> str:
     return str(jax.tree.map(lambda x: (np.shape(x), str(x.dtype)), state))
 
 
-def _stack(trees: Sequence[Any]) -> Any:
-    return jax.tree.map(lambda *leaves: jnp.stack(leaves), *trees)  # PRNG keys too
+def _stacked(
+    configs: Sequence[ml_collections.ConfigDict],
+    models: Sequence[nnx.Module],
+    wrt: nnx.filterlib.Filter,
+) -> tuple[nnx.GraphDef, nnx.State]:
+    """(the graph of a member's model and optimizer, their states stacked on a leading
+    member axis). The stack is the one copy: each model is left holding only shapes, and
+    the optimizers are dropped."""
+    split = [
+        nnx.split((model, nnx.Optimizer(model, make_optimizer(config), wrt=wrt)))
+        for config, model in zip(configs, models, strict=True)
+    ]
+    stack = jax.tree.map(lambda *leaves: jnp.stack(leaves), *[state for _, state in split])
+    for model in models:
+        nnx.update(model, jax.tree.map(_shape, nnx.state(model)))
+    return split[0][0], stack
 
 
-class PackTrainer(Trainer):
+class PackTrainer:
     """K members' train states stacked and trained by one vmapped, compiled step.
 
-    ``configs``: one per member, equal but for ``VMAPPED_KEYS`` (ValueError naming the
-    key otherwise); ``models``: each member's, initialised from its own seed, all of one
-    structure. The device tables (one copy, shared) and the mesh are the Trainer's.
+    ``configs``: one per member; ``models``: each member's, initialised from its own seed;
+    they must make one program (``programs``; ValueError naming what differs otherwise).
+    The models' arrays move into the stack: until ``fit`` hands the trained state back
+    they hold only shapes. The device tables (one copy, shared), the input path and the
+    device batches are placed as a ``Trainer`` places them (capsim.train.trainer).
     """
 
     def __init__(
@@ -158,7 +190,8 @@ class PackTrainer(Trainer):
         mesh: jax.sharding.Mesh | None = None,
         tables: Mapping[str, np.ndarray] | None = None,
     ):
-        if differences := vmapped_differences(configs):
+        if len(programs(configs, models)) > 1:
+            differences = vmapped_differences(configs) or ["the models' structure or sizes"]
             raise ValueError(
                 "vmapped members may differ only in " + ", ".join(VMAPPED_KEYS) + "; these "
                 "differ: " + "; ".join(differences)
@@ -167,23 +200,31 @@ class PackTrainer(Trainer):
         self.mesh = mesh or mesh_lib.make_data_mesh()
         mesh_lib.local_batch_size(self.config.batch_size)
         wrt = trainable(self.config)
+        self.graphdef, stack = _stacked(configs, models, wrt)
+        self.state = mesh_lib.replicate(stack, self.mesh)
         self.members = [
-            PackMember(self, index, config, model, wrt)
+            PackMember(self, index, config, model)
             for index, (config, model) in enumerate(zip(configs, models, strict=True))
         ]
-        self.model, self.optimizer = self.members[0].model, self.members[0].optimizer
-        self.graphdef = self.members[0].graphdef
-        if len({_signature(m.objects_state()) for m in self.members}) > 1:
-            raise ValueError("the members' models differ in structure or sizes; pack them apart")
-        self.state = mesh_lib.replicate(
-            _stack([m.objects_state() for m in self.members]), self.mesh
-        )
         self.seeds = mesh_lib.replicate(np.array([seed_array(c.seed) for c in configs]), self.mesh)
-        self.place_tables(tables or {})
+        # after the state, so the free memory it sees is what is left beside it
+        self.input_path, self.tables = placed_tables(self.config, tables or {}, self.mesh)
         self.train_step = _compile_pack_step(self.graphdef, loss_fn, self.mesh, wrt)
         self._host_metrics: tuple[Mapping, list[dict[str, float]]] | None = None
         self._masks: dict[tuple[bool, ...], jax.Array] = {}
         self._compiled: jax.stages.Compiled | None = None
+
+    @property
+    def tables_on_device(self) -> bool:
+        return self.input_path.on_device
+
+    def device_batches(self, data_iter: grain.DatasetIterator):
+        """capsim.train.trainer.device_batches of the pack's mesh and config."""
+        return device_batches(data_iter, self.config, self.mesh)
+
+    def place_member(self, index: int, state: nnx.State) -> None:
+        """Member ``index``'s row of the stack set to ``state`` (a checkpoint restored)."""
+        self.state = _with_member(self.state, index, mesh_lib.replicate(state, self.mesh))
 
     def step(self, batches: Sequence[Mapping[str, jax.Array]], active: np.ndarray) -> dict:
         """One step of every member on its global batch; ``active[k]`` False keeps member
@@ -242,7 +283,9 @@ class PackTrainer(Trainer):
     ) -> list[TrainResult]:
         """Trains every member in place, each resuming from its own workdir; returns each
         member's TrainResult. ``member_output(k)`` (optional) is entered around what
-        member k prints: its progress lines, evaluations and warnings."""
+        member k prints: its progress lines, evaluations and warnings. Before the first
+        step, ``check_memory``: members that do not fit get their state back in their
+        models and nothing is saved."""
         output = member_output or (lambda index: contextlib.nullcontext())
         workdirs = [Path(w) for w in workdirs]
         with contextlib.ExitStack() as stack:
@@ -254,116 +297,67 @@ class PackTrainer(Trainer):
                 stack.enter_context(hold_workdir(workdir))
                 with output(member.index):
                     runs.append(Run(member, workdir, data, evaluate))
-            self.state = mesh_lib.replicate(
-                _stack([m.objects_state() for m in self.members]), self.mesh
-            )  # the states the runs resumed
-            return _PackLoop(self, runs, output).train()
+
+            def step(batches: list[dict], active: np.ndarray) -> dict:
+                if self._compiled is None:
+                    try:
+                        self.check_memory(batches)
+                    except MemoryFitError:
+                        for run in runs:
+                            run.close()
+                            run.trainer.keep_trained()
+                        raise
+                return self.step(batches, active)
+
+            return train_runs(runs, step, output)
 
 
-class _PackLoop:
-    """The runs of a PackTrainer's members, stepped together until each is done."""
-
-    def __init__(self, pack: PackTrainer, runs: list[Run], output: Callable):
-        self.pack, self.runs, self.output = pack, runs, output
-
-    def train(self) -> list[TrainResult]:
-        pack, runs = self.pack, self.runs
-        for index, run in enumerate(runs):
-            with self.output(index):
-                run.begin()
-        feeds = [pack.device_batches(run.data_iter) for run in runs]
-        preemption = Preemption(runs[0].checkpoints.reached_preemption)
-        steps = 0
-        try:
-            with exit_on_failure(lambda: ", ".join(r.describe_checkpoint() for r in runs)):
-                while any(run.active() for run in runs):
-                    active = np.array([run.active() for run in runs])
-                    taken = [next(feeds[k]) if active[k] else None for k in range(len(runs))]
-                    if steps == 0:
-                        self._check_memory(self._batches(taken))
-                    metrics = pack.step(self._batches(taken), active)
-                    steps += 1
-                    preempted = preemption.reached(steps)
-                    for index in np.flatnonzero(active):
-                        _, data_state, seconds = taken[index]
-                        with self.output(index):
-                            runs[index].after_step(metrics, data_state, seconds, preempted)
-                    if preempted:
-                        self._stop_preempted()
-        finally:
-            for feed in feeds:
-                feed.close()
-            preemption.close()
-        results = []
-        for index, run in enumerate(runs):
-            with self.output(index):
-                results.append(run.finish())
-        return results
-
-    def _check_memory(self, batches: list) -> None:
-        """PackTrainer.check_memory; when the members do not fit, their runs are closed
-        (nothing was trained or saved) before the error goes up."""
-        try:
-            self.pack.check_memory(batches)
-        except MemoryFitError:
-            for run in self.runs:
-                run.writer.close()
-                run.checkpoints.close()
-            raise
-
-    @staticmethod
-    def _batches(taken: list) -> list:
-        """Each member's batch; a stopped member's slot gets an active member's (masked)."""
-        spare = next(item[0] for item in taken if item is not None)
-        return [spare if item is None else item[0] for item in taken]
-
-    def _stop_preempted(self) -> None:
-        for index, run in enumerate(self.runs):
-            with self.output(index):
-                run.stop_preempted()
-        sys.exit(0)
-
-
-class PackMember(Trainer):
-    """Member ``index`` of a PackTrainer, as ``Run`` sees a trainer: its own config,
-    model and optimizer, its slice of the stacked state, the pack's tables and mesh."""
+class PackMember:
+    """Member ``index`` of a PackTrainer as ``Run`` sees a trainer: its own config and
+    model, its row of the stacked state, the pack's tables, mesh and batches."""
 
     def __init__(
-        self,
-        pack: PackTrainer,
-        index: int,
-        config: ml_collections.ConfigDict,
-        model: nnx.Module,
-        wrt: nnx.filterlib.Filter,
+        self, pack: PackTrainer, index: int, config: ml_collections.ConfigDict, model: nnx.Module
     ):
         self.pack, self.index, self.config, self.model = pack, index, config, model
-        self.mesh = pack.mesh
-        self.optimizer = nnx.Optimizer(model, make_optimizer(config), wrt=wrt)
-        self.graphdef, _ = nnx.split((model, self.optimizer))
-
-    def objects_state(self) -> nnx.State:
-        return nnx.state((self.model, self.optimizer))
-
-    @property
-    def tables(self) -> Mapping[str, jax.Array]:
-        return self.pack.tables
 
     @property
     def input_path(self):
         return self.pack.input_path
 
-    @property
-    def state(self) -> nnx.State:
-        """This member's slice of the stacked state, cut from this process's copy and placed
-        again: slicing the global array would be a program every process must run."""
-        local = jax.tree.map(lambda x: x.addressable_data(0), self.pack.state)
-        return mesh_lib.replicate(_member_slice(local, self.index), self.mesh)
-
-    def place_state(self) -> None:
-        """Nothing to place yet: PackTrainer.fit stacks the states the runs resumed."""
+    def device_batches(self, data_iter: grain.DatasetIterator):
+        return self.pack.device_batches(data_iter)
 
     def host_metrics(self, metrics: Mapping[str, jax.Array]) -> dict[str, float]:
         return self.pack.member_host_metrics(metrics, self.index)
+
+    def _local_state(self) -> nnx.State:
+        """This member's row, cut from this process's copy of the stack: slicing the global
+        array would be a program every process must run."""
+        local = jax.tree.map(lambda x: x.addressable_data(0), self.pack.state)
+        return _member_slice(local, self.index)
+
+    def train_objects(self) -> tuple[nnx.Module, nnx.Optimizer]:
+        """A model and optimizer holding this member's state (placed on the mesh again),
+        made for a checkpoint to save or restore into, then dropped."""
+        state = mesh_lib.replicate(self._local_state(), self.pack.mesh)
+        return nnx.merge(self.pack.graphdef, state)
+
+    def place_objects(self, model: nnx.Module, optimizer: nnx.Optimizer) -> None:
+        self.pack.place_member(self.index, nnx.state((model, optimizer)))
+
+    def keep_trained(self) -> None:
+        """The member's trained state (this process's copy) into its model, in eval mode."""
+        nnx.update(self.model, nnx.state(self.local_model()))
+        self.model.eval()
+
+    def local_model(self) -> nnx.Module:
+        return evaluation_model(self.pack.graphdef, self._local_state())
+
+
+def _shape(x: Any) -> Any:
+    """An array's shape and dtype, in its place (what a model holds while a pack trains it)."""
+    return jax.ShapeDtypeStruct(x.shape, x.dtype) if isinstance(x, jax.Array) else x
 
 
 @jax.jit
@@ -371,6 +365,12 @@ def _member_slice(tree: Any, index: jax.Array) -> Any:
     """Row ``index`` of every leaf: one compiled call (leaf by leaf, 8 members' saves and
     evaluations spent 1.7 s in eager slicing on the demo grid)."""
     return jax.tree.map(lambda x: x[index], tree)
+
+
+@jax.jit(donate_argnums=0)
+def _with_member(stack: Any, index: int, state: Any) -> Any:
+    """``stack`` with row ``index`` of every leaf set to ``state``'s (the stack donated)."""
+    return jax.tree.map(lambda rows, row: rows.at[index].set(row), stack, state)
 
 
 def _compile_pack_step(

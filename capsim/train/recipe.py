@@ -24,7 +24,7 @@ from capsim.config_lib import IN_TURN, MEMBER_MODES
 from capsim.eval.evaluators import Evaluators
 from capsim.tables import format_table, results_rows
 from capsim.task import Task
-from capsim.train.members import MemoryFitError, PackTrainer, member_mode, shared_programs
+from capsim.train.members import MemoryFitError, PackTrainer, member_mode, programs
 from capsim.train.optimizer import steps_for_epochs
 from capsim.train.preflight import check_workdir
 from capsim.train.trainer import Trainer
@@ -100,12 +100,13 @@ def train_and_evaluate_pack(
 ) -> list[dict | Exception]:
     """The members of a pack (capsim.train.members), each the run ``train_and_evaluate``
     would make of its config and workdir; returns each member's results, or the error
-    that stopped it (a member's error does not stop the others in turn; vmapped, it
-    stops them all). ``mode``: "vmapped", "in_turn" or "auto" (``member_mode`` of the
-    first member's model). Each results.json records how its member ran, under "pack".
-    ``member_output(k)`` is entered around all member k prints (its log);
+    that stopped it: in turn, a member's error stops no other member; vmapped, it stops
+    the members of its program (``capsim.train.members.programs`` decides which share
+    one). ``mode``: "vmapped", "in_turn" or "auto" (``member_mode`` of the first member's
+    model); the log names the mode taken. Each results.json records how its member ran,
+    under "pack". ``member_output(k)`` is entered around all member k prints (its log);
     ``finished(k, outcome)`` is called as member k ends. Vmapped members that do not fit
-    in the device's memory stop with MemoryFitError, or with ``fit_memory`` are split into
+    in the device's memory end with MemoryFitError, or with ``fit_memory`` are split into
     programs of as many as fit (an automatic pack size), and the log says so."""
     output = member_output or (lambda index: contextlib.nullcontext())
     finished = finished or (lambda index, outcome: None)
@@ -114,56 +115,54 @@ def train_and_evaluate_pack(
         with output(index):
             declared.append(_declared(config, workdir, declare))
     tasks = [task for _, task in declared]
+    names = [workdir.name for workdir, _ in declared]
+    chosen = mode
     if any(task.fit is not None for task in tasks):
-        mode = IN_TURN  # a model fit without gradient steps has no step to vmap
-    if mode == "auto":
-        mode = member_mode(tasks[0].model)
-    if mode not in MEMBER_MODES:
+        chosen = IN_TURN  # a model fit without gradient steps has no step to vmap
+    elif mode == "auto":
+        chosen = member_mode(tasks[0].model)
+    if chosen not in MEMBER_MODES:
         raise ValueError(f"member mode {mode!r}: expected one of {MEMBER_MODES} or 'auto'")
-    logging.warning("%d members %s", len(tasks), mode)
-    if mode == IN_TURN:
-        in_turn: list[dict | Exception] = []
+    logging.warning("%d members %s (member mode asked: %s)", len(tasks), chosen, mode)
+    outcomes: dict[int, dict | Exception] = {}
+
+    def end(index: int, outcome: dict | Exception) -> None:
+        outcomes[index] = outcome
+        finished(index, outcome)
+
+    if chosen == IN_TURN:
         for index, (config, (workdir, task)) in enumerate(zip(configs, declared, strict=True)):
             with output(index):
                 try:
                     model, summary = fit(config, workdir, task)
-                    fact = {"mode": mode, "members": len(tasks), "index": index}
-                    in_turn.append(_report(config, workdir, task, model, summary, fact))
+                    fact = {"mode": chosen, "members": len(tasks), "index": index}
+                    outcome = _report(config, workdir, task, model, summary, fact)
                 except Exception as error:
                     traceback.print_exc()
-                    in_turn.append(error)
-            finished(index, in_turn[-1])
-        return in_turn
+                    outcome = error
+            end(index, outcome)
+        return [outcomes[k] for k in range(len(tasks))]
     for config, task in zip(configs, tasks, strict=True):
         steps_for_epochs(config, task.batches.examples)
-    groups = shared_programs([t.model for t in tasks], [t.batches.tables for t in tasks])
+    groups = programs(configs, [t.model for t in tasks], [t.batches.tables for t in tasks])
     if len(groups) > 1:
         logging.warning(
-            "members differ in their models' sizes or tables (each member's data makes its "
-            "vocabulary): %d vmapped programs, of members %s",
+            "%d vmapped programs (members that differ in a constant of the step, their "
+            "models' sizes or tables, where each member's data makes its vocabulary): %s",
             len(groups),
-            " | ".join(",".join(str(k + 1) for k in group) for group in groups),
+            " | ".join(", ".join(names[k] for k in group) for group in groups),
         )
-    outcomes: dict[int, dict | Exception] = {}
     while groups:
         group = groups.pop(0)
-        pack = PackTrainer(
-            [configs[k] for k in group],
-            [tasks[k].model for k in group],
-            tasks[group[0]].loss_fn,
-            tables=tasks[group[0]].batches.tables,
-        )
-        datasets = [tasks[k].batches.dataset(configs[k], pack.tables_on_device) for k in group]
-        evaluators = [Evaluators(configs[k].evals, tasks[k].subject_of) for k in group]
-        workdirs = [declared[k][0] for k in group]
         try:
-            trained = pack.fit(workdirs, datasets, evaluators, lambda i, g=group: output(g[i]))
-        except MemoryFitError as error:
-            if not fit_memory or not 1 <= error.fits < len(group):
-                raise
-            size = error.fits
-            logging.warning("pack size auto: %d members a program (%s)", size, error)
-            groups[:0] = [group[k : k + size] for k in range(0, len(group), size)]
+            trained = _fit_program(configs, declared, group, output)
+        except Exception as error:
+            if isinstance(error, MemoryFitError) and fit_memory and 1 <= error.fits < len(group):
+                size = error.fits
+                logging.warning("pack size auto: %d members a program (%s)", size, error)
+                groups[:0] = [group[k : k + size] for k in range(0, len(group), size)]
+            else:
+                _stopped(group, error, output, end)
             continue
         if fit_memory:
             logging.warning("pack size auto: %d members a program fit in memory", len(group))
@@ -172,7 +171,40 @@ def train_and_evaluate_pack(
             with output(index):
                 restore_model(workdir, task.model)
                 summary = task.summarize(result)
-                fact = {"mode": mode, "members": len(group), "index": position}
-                outcomes[index] = _report(config, workdir, task, task.model, summary, fact)
-            finished(index, outcomes[index])
+                fact = {"mode": chosen, "members": len(group), "index": position}
+                end(index, _report(config, workdir, task, task.model, summary, fact))
     return [outcomes[k] for k in range(len(tasks))]
+
+
+def _fit_program(
+    configs: Sequence[ml_collections.ConfigDict],
+    declared: list[tuple[Path, Task]],
+    group: list[int],
+    output: Callable[[int], contextlib.AbstractContextManager],
+) -> list:
+    """The members ``group`` trained by one vmapped program; their TrainResults."""
+    workdirs = [declared[k][0] for k in group]
+    members = [(configs[k], declared[k][1]) for k in group]
+    first = members[0][1]
+    pack = PackTrainer(
+        [config for config, _ in members],
+        [task.model for _, task in members],
+        first.loss_fn,
+        tables=first.batches.tables,
+    )
+    datasets = [task.batches.dataset(config, pack.tables_on_device) for config, task in members]
+    evaluators = [Evaluators(config.evals, task.subject_of) for config, task in members]
+    return pack.fit(workdirs, datasets, evaluators, lambda i: output(group[i]))
+
+
+def _stopped(
+    group: list[int],
+    error: Exception,
+    output: Callable[[int], contextlib.AbstractContextManager],
+    end: Callable[[int, dict | Exception], None],
+) -> None:
+    """Each member of a program that ``error`` stopped: the traceback in its log, its outcome."""
+    for index in group:
+        with output(index):
+            traceback.print_exception(error)
+        end(index, error)

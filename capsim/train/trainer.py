@@ -101,6 +101,73 @@ def default_prefetch() -> int:
     return 0 if jax.default_backend() == "cpu" else 1
 
 
+def placed_tables(
+    config: ml_collections.ConfigDict, tables: Mapping[str, np.ndarray], mesh: jax.sharding.Mesh
+) -> tuple[device_tables.InputPath, dict[str, jax.Array]]:
+    """(the input path, the tables as the step takes them): the path chosen by
+    ``config.device_tables`` and logged, the tables replicated over the mesh when they go to
+    the device, ``{}`` otherwise. DeviceTablesError, before any step, when "on" cannot be."""
+    local = [d for d in mesh.devices.flat if d.process_index == jax.process_index()]
+    path = device_tables.choose_path(config.get("device_tables", "auto"), tables, local)
+    path = device_tables.agreed(path, tables)
+    device_tables.log_path(path)
+    return path, mesh_lib.replicate(dict(tables), mesh) if path.on_device else {}
+
+
+def evaluation_model(graphdef: nnx.GraphDef, local_state: nnx.State) -> nnx.Module:
+    """The model of a train state on this process's devices, in eval mode."""
+    model, _ = nnx.merge(graphdef, local_state)
+    model.eval()
+    return model
+
+
+def device_batches(
+    data_iter: grain.DatasetIterator, config: ml_collections.ConfigDict, mesh: jax.sharding.Mesh
+) -> Iterator[tuple[dict, dict, float]]:
+    """(global batch, the iterator's state after it, seconds waited for it).
+
+    A thread takes the batches from grain and places them on the devices, 1 +
+    ``device_prefetch`` of them ahead, while the caller dispatches steps: the step's
+    thread only waits for a batch that is not ready (on 2 CPU cores placing a VTFN
+    batch in the step's thread was 7% of the loop, bench/RESULTS.md "Input wait").
+    The batches, their order and the states are the iterator's, as without the
+    thread. Close the generator before the iterator (the training loop does).
+    """
+    ready: queue.Queue = queue.Queue(maxsize=1 + config.get("device_prefetch", default_prefetch()))
+    stop = threading.Event()
+
+    def offer(item: object) -> None:
+        while not stop.is_set():
+            try:
+                ready.put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    def produce() -> None:
+        try:
+            while not stop.is_set():
+                offer((mesh_lib.global_batch(next(data_iter), mesh), data_iter.get_state()))
+        except BaseException as error:  # StopIteration too: the consumer ends or re-raises
+            offer(error)
+
+    thread = threading.Thread(target=produce, name="capsim-device-batches", daemon=True)
+    thread.start()
+    try:
+        while True:
+            began = time.perf_counter()
+            item = ready.get()
+            if isinstance(item, StopIteration):
+                return
+            if isinstance(item, BaseException):
+                raise item
+            batch, state = item
+            yield batch, state, time.perf_counter() - began
+    finally:
+        stop.set()
+        thread.join()
+
+
 class Trainer:
     """Owns the optimizer, the train state with its shardings and the compiled step.
 
@@ -134,27 +201,31 @@ class Trainer:
         self.optimizer = nnx.Optimizer(model, make_optimizer(config), wrt=wrt)
         self.graphdef, _ = nnx.split((model, self.optimizer))
         self.seed = mesh_lib.replicate(seed_array(config.seed), self.mesh)
-        self.place_state()
-        self.place_tables(tables or {})
+        self.place_objects(self.model, self.optimizer)
+        # after the state, so the free memory it sees is what is left beside it
+        self.input_path, self.tables = placed_tables(config, tables or {}, self.mesh)
         self.train_step = _compile_step(self.graphdef, loss_fn, self.mesh, wrt)
-
-    def place_tables(self, tables: Mapping[str, np.ndarray]) -> None:
-        """Chooses the input path (``config.device_tables``; after the state is placed, so
-        the free memory is what is left beside it), says which, and places the tables
-        when they go to the device. DeviceTablesError, before any step, when "on" cannot be."""
-        local = [d for d in self.mesh.devices.flat if d.process_index == jax.process_index()]
-        path = device_tables.choose_path(self.config.get("device_tables", "auto"), tables, local)
-        self.input_path = device_tables.agreed(path, tables)
-        device_tables.log_path(self.input_path)
-        self.tables = mesh_lib.replicate(dict(tables), self.mesh) if self.tables_on_device else {}
 
     @property
     def tables_on_device(self) -> bool:
         return self.input_path.on_device
 
-    def place_state(self) -> None:
-        """The live model and optimizer, replicated over the mesh as the step's state."""
-        self.state = mesh_lib.replicate(nnx.state((self.model, self.optimizer)), self.mesh)
+    def place_objects(self, model: nnx.Module, optimizer: nnx.Optimizer) -> None:
+        """The step's state taken from ``model`` and ``optimizer`` (this trainer's own, or
+        objects a checkpoint was restored into), replicated over the mesh."""
+        self.state = mesh_lib.replicate(nnx.state((model, optimizer)), self.mesh)
+
+    def train_objects(self) -> tuple[nnx.Module, nnx.Optimizer]:
+        """The live model and optimizer holding the train state: what a checkpoint saves,
+        or restores into (then ``place_objects``)."""
+        nnx.update((self.model, self.optimizer), self.state)
+        return self.model, self.optimizer
+
+    def keep_trained(self) -> None:
+        """The trained state (this process's copy) into the live model and optimizer, the
+        model in eval mode: what ``fit`` leaves behind."""
+        nnx.update((self.model, self.optimizer), mesh_lib.to_local(self.state))
+        self.model.eval()
 
     def global_batch(self, local: Mapping[str, np.ndarray]) -> dict[str, jax.Array]:
         return mesh_lib.global_batch(local, self.mesh)
@@ -169,63 +240,15 @@ class Trainer:
         """A step's metrics as Python floats (this process's copy)."""
         return {k: float(v) for k, v in mesh_lib.to_local(metrics).items()}
 
-    def sync_objects(self) -> None:
-        """The (replicated) train state back into the live model and optimizer."""
-        nnx.update((self.model, self.optimizer), self.state)
-
     def local_model(self) -> nnx.Module:
         """A copy of the model on this process's devices only, for host-side evaluation."""
-        eval_model, _ = nnx.merge(self.graphdef, mesh_lib.to_local(self.state))
-        eval_model.eval()
-        return eval_model
+        return evaluation_model(self.graphdef, mesh_lib.to_local(self.state))
 
     def device_batches(
         self, data_iter: grain.DatasetIterator
     ) -> Iterator[tuple[dict, dict, float]]:
-        """(global batch, the iterator's state after it, seconds waited for it).
-
-        A thread takes the batches from grain and places them on the devices, 1 +
-        ``device_prefetch`` of them ahead, while the caller dispatches steps: the step's
-        thread only waits for a batch that is not ready (on 2 CPU cores placing a VTFN
-        batch in the step's thread was 7% of the loop, bench/RESULTS.md "Input wait").
-        The batches, their order and the states are the iterator's, as without the
-        thread. Close the generator before the iterator (Run.loop does).
-        """
-        ready: queue.Queue = queue.Queue(
-            maxsize=1 + self.config.get("device_prefetch", default_prefetch())
-        )
-        stop = threading.Event()
-
-        def offer(item: object) -> None:
-            while not stop.is_set():
-                try:
-                    ready.put(item, timeout=0.05)
-                    return
-                except queue.Full:
-                    continue
-
-        def produce() -> None:
-            try:
-                while not stop.is_set():
-                    offer((self.global_batch(next(data_iter)), data_iter.get_state()))
-            except BaseException as error:  # StopIteration too: the consumer ends or re-raises
-                offer(error)
-
-        thread = threading.Thread(target=produce, name="capsim-device-batches", daemon=True)
-        thread.start()
-        try:
-            while True:
-                began = time.perf_counter()
-                item = ready.get()
-                if isinstance(item, StopIteration):
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                batch, state = item
-                yield batch, state, time.perf_counter() - began
-        finally:
-            stop.set()
-            thread.join()
+        """``device_batches`` of this trainer's mesh and config."""
+        return device_batches(data_iter, self.config, self.mesh)
 
     def fit(
         self,
