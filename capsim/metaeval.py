@@ -35,101 +35,26 @@ per set; the JSON (``--out``, replaced atomically) holds every figure, and the C
 from __future__ import annotations
 
 import argparse
-import csv
-import io
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-import numpy as np
-
-from capsim.data.captions import read_json_file, write_json_atomically
+from capsim.data.captions import read_json_file
 from capsim.errors import CapsimError, DataFormatError
-from capsim.eval import significance
+from capsim.eval import perm_both
 from capsim.eval.judgment_harness import score_set, set_report
 from capsim.eval.judgment_sets import (
     JUDGMENT_SETS,
     PUBLISHED_SETS,
-    judgment_set,
     load_set,
     pascal50s_labels,
 )
+from capsim.eval.metaeval_output import print_set, write_results
 from capsim.eval.plugged_metrics import ComputeScore, plugged_metric
-from capsim.eval.set_significance import set_significance
+from capsim.eval.set_comparisons import SIGNIFICANCE, compare_metrics
 from capsim.metrics.coco_metrics import BUILTIN_METRIC_NAMES
-from capsim.tables import format_table
-
-CLUSTER_TEST = "perm_both"  # the clusters shown on screen and in the CSV
-
-
-def _cell(value) -> str:
-    if isinstance(value, dict):
-        return f"{value['value']:.2f} [{value['ci_low']:.2f}, {value['ci_high']:.2f}]"
-    return f"{value:.3g}" if isinstance(value, float) and abs(value) < 1 else f"{value:.2f}"
-
-
-def _table(report: Mapping[str, dict], clusters: Mapping[str, int]) -> str:
-    columns = list(next(iter(report.values())))
-    rows = [
-        {
-            "metric": metric,
-            **({"cluster": clusters.get(metric, "-")} if clusters else {}),
-            **{c: _cell(v) for c, v in values.items()},
-        }
-        for metric, values in report.items()
-    ]
-    return format_table(rows, ["metric", *(["cluster"] if clusters else []), *columns])
-
-
-def verdict(entry: Mapping[str, float]) -> str:
-    """ "above", "below" or, when the interval of the difference holds 0, "level with", of a
-    comparison of the JSON report (``delta``, ``ci_low``, ``ci_high``).
-
-    >>> verdict({"delta": 0.4, "ci_low": -0.2, "ci_high": 1.1})
-    'level with'
-    >>> verdict({"delta": 9.2, "ci_low": 7.9, "ci_high": 10.6})
-    'above'
-    """
-    if entry["ci_low"] <= 0 <= entry["ci_high"]:
-        return "level with"
-    return "above" if entry["delta"] > 0 else "below"
-
-
-def _comparison_table(comparisons: Mapping[str, dict], baseline: str, statistic: str) -> str:
-    rows = []
-    for metric, others in comparisons.items():
-        if metric == baseline or baseline not in others:
-            continue
-        entry = others[baseline]
-        has_interval = "ci_low" in entry
-
-        def shown(key: str, entry=entry) -> str:
-            return f"{entry[key]:.3f}" if key in entry else "-"
-
-        rows.append(
-            {
-                "metric": metric,
-                f"Δ{statistic}": f"{entry['delta']:+.2f}",
-                "95% interval": (
-                    f"[{entry['ci_low']:+.2f}, {entry['ci_high']:+.2f}]" if has_interval else "-"
-                ),
-                "p (bootstrap)": shown("p_value"),
-                "p (Williams)": shown("p_value_williams"),
-                "p (PERM-BOTH, better)": shown("perm_both_p"),
-                "reading": f"{verdict(entry)} {baseline}" if has_interval else "-",
-            }
-        )
-    return format_table(rows, list(rows[0])) if rows else ""
-
-
-def _finite_or_none(value):
-    """NaN (e.g. a correlation with a constant metric) becomes null, so the file stays JSON."""
-    if isinstance(value, dict):
-        return {k: _finite_or_none(v) for k, v in value.items()}
-    if isinstance(value, float) and not np.isfinite(value):
-        return None
-    return value
 
 
 def sets_help() -> str:
@@ -212,22 +137,6 @@ def _chosen(text: str | None, known: list[str]) -> list[str]:
     return chosen
 
 
-def _csv_rows(results: Mapping[str, dict]) -> str:
-    """One row per metric and set: the set's statistic with its interval and cluster."""
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["set", "metric", "statistic", "value", "ci_low", "ci_high", "cluster"])
-    for name, entry in results.items():
-        statistic = judgment_set(name).statistic
-        clusters = entry.get("clusters", {}).get(CLUSTER_TEST, {})
-        for metric, values in entry["metrics"].items():
-            value = values[statistic]
-            low, high = (value["ci_low"], value["ci_high"]) if isinstance(value, dict) else ("", "")
-            value = value["value"] if isinstance(value, dict) else value
-            writer.writerow([name, metric, statistic, value, low, high, clusters.get(metric, "")])
-    return out.getvalue()
-
-
 def parser(description: str | None = None, epilog: str | None = None) -> argparse.ArgumentParser:
     """The command's ``argparse`` parser; a face such as i2ce_jax.evaluate adds its own
     arguments. ``description`` and ``epilog`` (the text above and below the options)
@@ -259,22 +168,112 @@ def parser(description: str | None = None, epilog: str | None = None) -> argpars
     parser.add_argument(
         "--permutations",
         type=int,
-        default=significance.PERM_BOTH_RESAMPLES,
+        default=perm_both.PERM_BOTH_RESAMPLES,
         metavar="K",
         help="PERM-BOTH resamples between each pair of metrics (0: none)",
     )
     parser.add_argument(
         "--block_size",
         type=int,
-        default=significance.PERM_BOTH_BLOCK,
+        default=perm_both.PERM_BOTH_BLOCK,
         help="PERM-BOTH checks its early stop every this many resamples",
     )
-    parser.add_argument("--alpha", type=float, default=significance.SIGNIFICANCE)
+    parser.add_argument("--alpha", type=float, default=SIGNIFICANCE)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--baseline", default=None, help="the metric the others are compared to")
     parser.add_argument("--out", default="metaeval.json")
     parser.add_argument("--csv", default=None, help="default: --out with .csv")
     return parser
+
+
+@dataclasses.dataclass
+class ChosenMetrics:
+    """The metrics a run judges, in order: ``builtin`` n-gram ones, ``scorers`` on raw
+    captions, ``given`` scores (set -> metric -> row id -> score); ``baseline`` is the one
+    the others are compared to."""
+
+    names: list[str]
+    baseline: str
+    builtin: list[str]
+    scorers: dict[str, ComputeScore]
+    given: dict[str, dict[str, dict]]
+
+
+def _check_counts(args: argparse.Namespace) -> None:
+    for flag in ("bootstrap", "permutations"):
+        if getattr(args, flag) < 0:
+            raise ValueError(f"--{flag} must be >= 0, got {getattr(args, flag)}")
+    if args.block_size < 1 or not 0 < args.alpha < 1:
+        raise ValueError("--block_size must be >= 1 and --alpha in (0, 1)")
+
+
+def _choose_metrics(
+    args: argparse.Namespace,
+    builtin_scorers: Mapping[str, Callable[[], ComputeScore]],
+    sets: list[str],
+) -> ChosenMetrics:
+    """The metrics ``--metrics`` chooses among the built-in ones, ``builtin_scorers``,
+    ``--metric`` and ``--scores``; a name taken twice is an error. Scorers are built here,
+    only when chosen."""
+    plugins = _named(args.metric, "--metric")
+    files = _named(args.scores, "--scores")
+    builtin = [m for m in BUILTIN_METRIC_NAMES if not (args.no_meteor and m == "METEOR")]
+    reserved = {*BUILTIN_METRIC_NAMES, *builtin_scorers}
+    clash = sorted(reserved & (set(plugins) | set(files)) | set(plugins) & set(files))
+    if clash:
+        raise ValueError(f"metric names {clash} are taken: choose other names")
+    chosen = _chosen(args.metrics, [*builtin, *builtin_scorers, *plugins, *files])
+    baseline = args.baseline or chosen[0]
+    if baseline not in chosen:
+        raise ValueError(f"--baseline {baseline!r} is not among the metrics: {', '.join(chosen)}")
+    scorers = {name: make() for name, make in builtin_scorers.items() if name in chosen}
+    scorers.update({n: plugged_metric(n, spec) for n, spec in plugins.items() if n in chosen})
+    given = _score_files({m: f for m, f in files.items() if m in chosen}, sets)
+    return ChosenMetrics(chosen, baseline, [m for m in builtin if m in chosen], scorers, given)
+
+
+def _settings(args: argparse.Namespace, baseline: str, model: str | None) -> dict:
+    """The JSON's head: the model, and the settings of the bootstrap and of PERM-BOTH."""
+    results: dict = {"model": model, "sets": {}} if model else {"sets": {}}
+    if args.bootstrap:
+        results["bootstrap"] = {
+            "resamples": args.bootstrap,
+            "seed": args.seed,
+            "confidence": 0.95,
+            "baseline": baseline,
+        }
+    if args.permutations:
+        results["perm_both"] = {
+            "resamples": args.permutations,
+            "block_size": args.block_size,
+            "early_stop": [perm_both.EARLY_MIN, perm_both.EARLY_MAX],
+            "seed": args.seed,
+            "cluster_alpha": args.alpha,
+        }
+    return results
+
+
+def _judge_set(name: str, judgments: list, metrics: ChosenMetrics, args) -> dict:
+    """One set's JSON entry: every figure of every chosen metric, and the seconds taken."""
+    began = time.perf_counter()
+    scored = score_set(name, judgments, metrics.scorers, metrics.given[name], metrics.builtin)
+    scored.scores = {m: scored.scores[m] for m in metrics.names if m in scored.scores}
+    scored_at = time.perf_counter()
+    report, comparisons = set_report(scored, args.bootstrap, args.seed)
+    compared = compare_metrics(
+        scored, report, comparisons, args.permutations, args.seed, args.block_size, args.alpha
+    )
+    entry = {
+        "judgments": len(judgments),
+        "metrics": compared.metrics,
+        "skipped": scored.skipped,
+        "seconds": {"scoring": scored_at - began, "statistics": time.perf_counter() - scored_at},
+    }
+    if compared.comparisons:
+        entry["comparisons"] = compared.comparisons
+    if compared.clusters:
+        entry["clusters"] = compared.clusters
+    return entry
 
 
 def run(
@@ -298,88 +297,19 @@ def run(
         ValueError: a bad option (a negative count, an unknown or clashing metric name).
         capsim.errors.CapsimError: a malformed file (the error names the file and row).
     """
-    builtin_scorers = dict(builtin_scorers or {})
-    for flag in ("bootstrap", "permutations"):
-        if getattr(args, flag) < 0:
-            raise ValueError(f"--{flag} must be >= 0, got {getattr(args, flag)}")
-    if args.block_size < 1 or not 0 < args.alpha < 1:
-        raise ValueError("--block_size must be >= 1 and --alpha in (0, 1)")
+    _check_counts(args)
     specs = parse_specs(args.judgments)
     references = {k: Path(v) for k, v in _named(args.references, "--references").items()}
-    plugins = _named(args.metric, "--metric")
-    files = _named(args.scores, "--scores")
-    builtin = [m for m in BUILTIN_METRIC_NAMES if not (args.no_meteor and m == "METEOR")]
-    known = [*builtin, *builtin_scorers, *plugins, *files]
-    reserved = {*BUILTIN_METRIC_NAMES, *builtin_scorers}
-    clash = sorted(reserved & (set(plugins) | set(files)) | set(plugins) & set(files))
-    if clash:
-        raise ValueError(f"metric names {clash} are taken: choose other names")
-    chosen = _chosen(args.metrics, known)
-    baseline = args.baseline or chosen[0]
-    if baseline not in chosen:
-        raise ValueError(f"--baseline {baseline!r} is not among the metrics: {', '.join(chosen)}")
-    scorers = {name: make() for name, make in builtin_scorers.items() if name in chosen}
-    scorers.update({n: plugged_metric(n, spec) for n, spec in plugins.items() if n in chosen})
-    given = _score_files({m: f for m, f in files.items() if m in chosen}, [n for n, _ in specs])
+    metrics = _choose_metrics(args, builtin_scorers or {}, [name for name, _ in specs])
     loaded = {name: load_set(name, path, references.get(name)) for name, path in specs}
-    results: dict = {"model": model, "sets": {}} if model else {"sets": {}}
-    if args.bootstrap:
-        results["bootstrap"] = {
-            "resamples": args.bootstrap,
-            "seed": args.seed,
-            "confidence": 0.95,
-            "baseline": baseline,
-        }
-    if args.permutations:
-        results["perm_both"] = {
-            "resamples": args.permutations,
-            "block_size": args.block_size,
-            "early_stop": [significance.EARLY_MIN, significance.EARLY_MAX],
-            "seed": args.seed,
-            "cluster_alpha": args.alpha,
-        }
-    for name, judgments in loaded.items():
-        began = time.perf_counter()
-        scored = score_set(
-            name, judgments, scorers, given[name], [m for m in builtin if m in chosen]
-        )
-        scored.scores = {m: scored.scores[m] for m in chosen if m in scored.scores}
-        scored_at = time.perf_counter()
-        report, comparisons = set_report(scored, args.bootstrap, args.seed)
-        clusters = set_significance(
-            scored, report, comparisons, args.permutations, args.seed, args.block_size, args.alpha
-        )
-        seconds = {"scoring": scored_at - began, "statistics": time.perf_counter() - scored_at}
-        entry = {
-            "judgments": len(judgments),
-            "metrics": report,
-            "skipped": scored.skipped,
-            "seconds": seconds,
-        }
+    results = _settings(args, metrics.baseline, model)
+    for name, path in specs:
+        entry = _judge_set(name, loaded[name], metrics, args)
         if name == "pascal50s":
-            entry["labels"] = pascal50s_labels(dict(specs)[name])
-        if comparisons:
-            entry["comparisons"] = comparisons
-        if clusters:
-            entry["clusters"] = clusters
+            entry["labels"] = pascal50s_labels(path)
         results["sets"][name] = entry
-        print(
-            f"\n{name}: {len(judgments)} judgments; scored in {seconds['scoring']:.1f} s, "
-            f"statistics in {seconds['statistics']:.1f} s",
-            flush=True,
-        )
-        print(_table(report, clusters.get(CLUSTER_TEST, {})))
-        table = _comparison_table(comparisons, baseline, judgment_set(name).statistic)
-        if table:
-            print(f"\nagainst {baseline} (p: that the metric beats it; PERM-BOTH one-sided):")
-            print(table)
-        for metric, reason in scored.skipped.items():
-            print(f"  {metric}: not reported ({reason})")
-    out = Path(args.out)
-    write_json_atomically(out, _finite_or_none(results))
-    csv_path = Path(args.csv) if args.csv else out.with_suffix(".csv")
-    csv_path.write_text(_csv_rows(results["sets"]), encoding="utf-8")
-    print(f"\nwrote {out} and {csv_path}", file=sys.stderr)
+        print_set(name, entry, metrics.baseline)
+    write_results(results, Path(args.out), Path(args.csv) if args.csv else None)
     return 0
 
 

@@ -39,9 +39,11 @@ SYSTEM_B = {key: ["a picture of something"] for key in GTS}
 
 
 def _numpy_reference_draws(count: int, resamples: int, seed: int):
-    """The resamples and swap masks bootstrap draws, in its order, as index arrays."""
+    """The resamples and swap masks bootstrap draws, in its order, as index arrays (the swaps
+    as booleans: capsim.metrics.resampling draws PERM-BOTH's and these alike)."""
     rng = np.random.default_rng(seed)
-    return rng.integers(0, count, size=(resamples, count)), rng.integers(0, 2, (resamples, count))
+    draws = rng.integers(0, count, size=(resamples, count))
+    return draws, rng.integers(0, 2, (resamples, count), dtype=bool)
 
 
 def test_mean_metric_intervals_equal_a_numpy_loop():

@@ -16,9 +16,9 @@ from capsim.data import judgment_files as files
 from capsim.data.pascal50s import read_pascal50s
 from capsim.errors import DataFormatError
 from capsim.eval import judgment_harness as harness
-from capsim.eval import meta_statistics as meta
 from capsim.eval import pairwise_sets
 from capsim.eval.judgment_sets import load_set, pascal50s_labels
+from capsim.metrics import resampling
 
 WORDS = [
     "a",
@@ -126,7 +126,7 @@ def test_pair_set_bootstrap_resamples_images(tmp_path):
     judgments = files.read_caption_pairs(write_caption_pairs(tmp_path / "p.jsonl"))
     pairs = pairwise_sets.preference_pairs(judgments, None)
     image_of_pair = np.unique(pairs.images, return_inverse=True)[1]
-    weights = meta.image_weights(image_of_pair, 50, 0)
+    weights = resampling.group_counts(np.random.default_rng(0), image_of_pair, 50)
     assert (weights[:, 0::2] == weights[:, 1::2]).all()  # two pairs an image, drawn together
 
 

@@ -20,14 +20,18 @@ from capsim.eval.evaluators.judgments import Judgments
 from capsim.eval.judgment_sets import (
     JUDGMENT_SETS,
     PUBLISHED_SETS,
-    JudgmentProtocol,
+    JudgmentKind,
     JudgmentSet,
     judgment_set,
     load_set,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "judgments"
-RECORD = {JudgmentProtocol.ABSOLUTE: Judgment, JudgmentProtocol.PAIRWISE: PairJudgment}
+RECORD = {
+    JudgmentKind.ABSOLUTE: Judgment,
+    JudgmentKind.VOTED_PAIRS: PairJudgment,
+    JudgmentKind.BETTER_WORSE: PairJudgment,
+}
 
 
 def _write_nebula(tmp_path: Path, rows: int = 40, seed: int = 0) -> Path:
@@ -82,12 +86,12 @@ def test_every_entry_is_complete(name):
     assert isinstance(entry, JudgmentSet) and entry.name == name
     assert isinstance(entry.path, str) and entry.path
     assert entry.read is None or callable(entry.read)
-    assert isinstance(entry.protocol, JudgmentProtocol)
-    if entry.protocol is JudgmentProtocol.ABSOLUTE:
+    assert isinstance(entry.kind, JudgmentKind)
+    if entry.kind is JudgmentKind.ABSOLUTE:
         assert entry.statistic in harness.STATISTICS
     else:
         # pascal_report's mean accuracy over categories; a pair set's share of pairs
-        assert entry.statistic == ("mean" if name == "pascal50s" else "accuracy")
+        assert entry.statistic == ("mean" if entry.kind is JudgmentKind.VOTED_PAIRS else "accuracy")
     assert (name in PUBLISHED_SETS) == (entry.read is not None)
 
 
@@ -96,7 +100,7 @@ def test_each_published_set_reads_and_reports_its_statistic(name, tmp_path):
     entry = judgment_set(name)
     path, references = _fixture(name, tmp_path)
     judgments = load_set(name, path, references)
-    assert judgments and all(isinstance(j, RECORD[entry.protocol]) for j in judgments)
+    assert judgments and all(isinstance(j, RECORD[entry.kind]) for j in judgments)
     report, _ = harness.evaluate_judgments(name, judgments, _length_score, include_meteor=False)
     assert all(entry.statistic in values for values in report.values())
     flat = Judgments(name, str(path), str(references or ""))(Subject(compute_score=_length_score))

@@ -32,8 +32,8 @@ from bench import minilm
 from bench.harness import SHARED_DATA, load_average, record_results
 from capsim.eval import judgment_harness as harness
 from capsim.eval.judgment_sets import load_set
+from capsim.eval.metaeval_output import verdict
 from capsim.eval.plugged_metrics import plugged_metric
-from capsim.metaeval import verdict
 from capsim.tables import format_table
 from i2ce_jax import pretrained
 from i2ce_jax.scorer import I2CEScorer

@@ -3,7 +3,7 @@
 Caption metrics are judged by rank agreement with people: Kendall tau-c at
 caption level (the Flickr8k-Expert convention), tau-b, Spearman and Pearson
 beside it, and the metric-by-metric matrix (the system level and every
-bootstrap over resampled rows are in ``capsim.eval.meta_statistics``). Inputs
+bootstrap over resampled rows are in ``capsim.eval.weighted_agreement``). Inputs
 are checked first, so a NaN score or a misaligned list fails loudly instead of
 turning into a NaN correlation.
 """

@@ -6,7 +6,8 @@ CLIPScore paper's Flickr8k-Expert protocol. The metrics are the built-in ones
 (BLEU-1..4, ROUGE-L, CIDEr-D, METEOR), any ``compute_score(gts, res)`` scorer on raw
 captions (I2CE, a user's plug-in) and scores a user computed beforehand, keyed by the
 set's row ids. With resamples, every statistic gets a bootstrap interval over images
-and every pair of metrics a paired test (``capsim.eval.meta_statistics``).
+and every pair of metrics a paired test (``capsim.eval.weighted_agreement``). A set's
+registry ``kind`` alone decides how it is scored and reported.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import numpy as np
 
 from capsim.data.judgments import Judgment, PairJudgment
 from capsim.errors import DataFormatError
-from capsim.eval import meta_statistics as meta
+from capsim.eval import weighted_agreement as weighted
 from capsim.eval.correlation import MIN_SYSTEMS, kendall_tau
-from capsim.eval.judgment_sets import JudgmentProtocol, judgment_set
+from capsim.eval.judgment_sets import JudgmentKind, judgment_set
 from capsim.eval.pairwise_sets import (
     PASCAL_REFERENCES,
     PreferencePairs,
@@ -29,10 +30,11 @@ from capsim.eval.pairwise_sets import (
     preference_pairs,
 )
 from capsim.eval.plugged_metrics import ComputeScore, checked_scores, given_scores
+from capsim.metrics import resampling
 from capsim.metrics.coco_metrics import BUILTIN_METRIC_NAMES, compute_caption_metrics
 from capsim.metrics.tokenizer import ptb_tokenize
 
-PERCENT = meta.PERCENT
+PERCENT = weighted.PERCENT
 
 
 @dataclasses.dataclass
@@ -142,11 +144,12 @@ def score_set(
     """The ``builtin`` n-gram metrics, each ``scorers[m]`` on the raw captions and each
     ``given[m]`` (row id -> score), in that order, on the set's unique pairs."""
     spec = judgment_set(name)
-    if spec.protocol is JudgmentProtocol.PAIRWISE:
-        every_reference = spec.statistic == PAIR_SET_STATISTIC
-        pairs: JudgedPairs | PreferencePairs = preference_pairs(
-            judgments, None if every_reference else PASCAL_REFERENCES
-        )
+    pairs: JudgedPairs | PreferencePairs
+    if spec.kind is JudgmentKind.VOTED_PAIRS:
+        pairs = preference_pairs(judgments, PASCAL_REFERENCES)
+        ids = list(pairs.res)
+    elif spec.kind is JudgmentKind.BETTER_WORSE:
+        pairs = preference_pairs(judgments, None)  # every reference kept
         ids = list(pairs.res)
     else:
         missing = next((j for j in judgments if not j.references), None)
@@ -175,8 +178,7 @@ def score_set(
 
 # --------------------------------------------------------------------------- protocols
 # The names of an absolute set's statistics in its reports; the set's own comes first.
-STATISTICS = meta.ROW_STATISTICS
-PAIR_SET_STATISTIC = "accuracy"  # a generic pair set's statistic (pascal50s has its "mean")
+STATISTICS = weighted.ROW_STATISTICS
 
 
 def absolute_report(
@@ -185,7 +187,7 @@ def absolute_report(
     scores: Mapping[str, np.ndarray],
     resamples: int = 0,
     seed: int = 0,
-    confidence: float = meta.DEFAULT_CONFIDENCE,
+    confidence: float = weighted.DEFAULT_CONFIDENCE,
 ) -> tuple[dict[str, dict], dict]:
     """(per metric: τc, τb, Spearman and Pearson × 100, the set's statistic first, plus the
     system level where the set names 3 or more systems; the comparisons between metrics
@@ -195,7 +197,10 @@ def absolute_report(
     column_of = [STATISTICS.index(c) for c in columns]
     rows_of, human, ones = pairs.distinct_rows()  # ones: each row's ratings
     weights = (
-        meta.image_weights(pairs.image_of_pair[rows_of], resamples, seed) * ones
+        resampling.group_counts(
+            np.random.default_rng(seed), pairs.image_of_pair[rows_of], resamples
+        )
+        * ones
         if resamples
         else None
     )
@@ -206,37 +211,37 @@ def absolute_report(
     report: dict[str, dict] = {}
     full_statistic, resampled_statistic = {}, {}
     for metric, per_pair in scores.items():
-        rows = meta.RankedRows.of(per_pair[rows_of], human)
-        full = meta.row_statistics(rows, ones)[0][column_of]
-        resampled = meta.row_statistics(rows, weights)[:, column_of] if resamples else None
-        report[metric] = meta.percent_summaries(full, resampled, columns, confidence)
+        rows = weighted.RankedRows.of(per_pair[rows_of], human)
+        full = weighted.row_statistics(rows, ones)[0][column_of]
+        resampled = weighted.row_statistics(rows, weights)[:, column_of] if resamples else None
+        report[metric] = weighted.percent_summaries(full, resampled, columns, confidence)
         full_statistic[metric] = full[0]
         resampled_statistic[metric] = resampled[:, 0] if resamples else None
         if with_systems:
             args = (per_pair[rows_of], human, system_of_pair[rows_of])
-            system_full = meta.system_statistics(*args, ones)[0]
-            system_resampled = meta.system_statistics(*args, weights) if resamples else None
+            system_full = weighted.system_statistics(*args, ones)[0]
+            system_resampled = weighted.system_statistics(*args, weights) if resamples else None
             report[metric].update(
-                meta.percent_summaries(
-                    system_full, system_resampled, meta.SYSTEM_STATISTICS, confidence
+                weighted.percent_summaries(
+                    system_full, system_resampled, weighted.SYSTEM_STATISTICS, confidence
                 )
             )
     if not resamples:
         return report, {}
     per_row = {m: s[pairs.pair_of_rating] for m, s in scores.items()}  # a row per rating
     ratings = np.ones(pairs.human.size)
-    pearson = {m: meta.RankedRows.of(v, pairs.human) for m, v in per_row.items()}
-    r_human = {m: meta.row_statistics(r, ratings)[0][3] for m, r in pearson.items()}
+    pearson = {m: weighted.RankedRows.of(v, pairs.human) for m, v in per_row.items()}
+    r_human = {m: weighted.row_statistics(r, ratings)[0][3] for m, r in pearson.items()}
     williams = {
-        (a, b): meta.williams_test(
+        (a, b): weighted.williams_test(
             r_human[a], r_human[b], _pearson(per_row[a], per_row[b]), ratings.size
         )[1]
         for a in scores
         for b in scores
         if a != b
     }
-    comparisons = meta.comparisons(full_statistic, resampled_statistic, confidence, williams)
-    return report, meta.percent_comparisons(comparisons)
+    comparisons = weighted.comparisons(full_statistic, resampled_statistic, confidence, williams)
+    return report, weighted.percent_comparisons(comparisons)
 
 
 def _pearson(x: np.ndarray, y: np.ndarray) -> float:
@@ -257,10 +262,11 @@ def set_report(
         raise ValueError(f"resamples must be >= 0, got {resamples}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if judgment_set(scored.name).statistic == PAIR_SET_STATISTIC:
-        return pair_set_report(scored.pairs, scored.scores, resamples, seed, confidence)
-    if isinstance(scored.pairs, PreferencePairs):
+    kind = judgment_set(scored.name).kind
+    if kind is JudgmentKind.VOTED_PAIRS:
         return pascal_report(scored.pairs, scored.scores, resamples, seed, confidence)
+    if kind is JudgmentKind.BETTER_WORSE:
+        return pair_set_report(scored.pairs, scored.scores, resamples, seed, confidence)
     return absolute_report(scored.name, scored.pairs, scored.scores, resamples, seed, confidence)
 
 

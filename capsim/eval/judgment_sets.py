@@ -1,8 +1,9 @@
 """The human-judgment sets, one registry entry each.
 
 An entry says all there is to know about a set: what its path is, how it is
-read, whether humans rated captions or chose between two, and the statistic
-that heads its report. The harness (``capsim.eval.judgment_harness``), the
+read, what kind of judgment the humans gave (``JudgmentKind``: the one field that
+scoring, the report and the significance tests read to treat the set), and the
+statistic that heads its report. The harness (``capsim.eval.judgment_harness``), the
 ``judgments`` evaluator and ``python -m i2ce_jax.evaluate`` read the sets from
 ``JUDGMENT_SETS`` only, so adding a set is one entry here (and its test).
 """
@@ -30,11 +31,17 @@ References = Mapping[str, list[str]]  # image id -> reference captions
 JudgmentList = list[Judgment] | list[PairJudgment]
 
 
-class JudgmentProtocol(enum.Enum):
-    """How the humans judged, which decides how a metric is compared with them."""
+class JudgmentKind(enum.Enum):
+    """What the humans gave, which decides how a metric is scored and compared with them."""
 
-    ABSOLUTE = "absolute"  # a score per (image, candidate): the metric is correlated with it
-    PAIRWISE = "pairwise"  # the better of two candidates: the metric's accuracy at picking it
+    # A score per (image, candidate): the metric is correlated with it over rating rows.
+    ABSOLUTE = "absolute"
+    # Votes between two candidates against a few sampled references (PASCAL-50S): the
+    # metric's accuracy at picking the majority's, per category.
+    VOTED_PAIRS = "voted_pairs"
+    # A better and a worse caption against all their references (a pair file): the share
+    # of pairs the metric orders right.
+    BETTER_WORSE = "better_worse"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,18 +51,19 @@ class JudgmentSet:
     ``path``: what the path given for the set is. ``read(path, references)``:
     its judgments, ``references`` being the user's (image id -> captions) or
     None; ``read`` is None for a set built in-process rather than read from
-    files. ``statistic``: the report key that heads the set: ``tau_c``,
-    ``tau_b`` or ``pearson`` over rating rows for absolute sets, ``mean``
-    (accuracy averaged over categories) for pairwise ones. ``row_ids``: what names a
-    rated candidate (the keys of ``--scores`` files), and ``row_id`` computes it from a
-    judgment of an absolute set (pairwise sets are keyed ``{pair}{a|b}``).
+    files. ``kind``: what the humans gave (``JudgmentKind``). ``statistic``: the report
+    key that heads the set: ``tau_c``, ``tau_b`` or ``pearson`` over rating rows for
+    absolute sets, ``mean`` (accuracy averaged over categories) for voted pairs,
+    ``accuracy`` for better-worse pairs. ``row_ids``: what names a rated candidate (the
+    keys of ``--scores`` files), and ``row_id`` computes it from a judgment of an
+    absolute set (pair sets are keyed ``{pair}{a|b}``).
     """
 
     name: str
     path: str
     read: Callable[[Path, References | None], JudgmentList] | None
+    kind: JudgmentKind
     statistic: str
-    protocol: JudgmentProtocol
     row_ids: str
     row_id: Callable[[Judgment], str] | None = None
 
@@ -148,8 +156,8 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             name="flickr8k_expert",
             path="a folder with ExpertAnnotations.txt and Flickr8k.token.txt, or flickr8k.json",
             read=_read_flickr8k_expert,
+            kind=JudgmentKind.ABSOLUTE,
             statistic="tau_c",
-            protocol=JudgmentProtocol.ABSOLUTE,
             row_ids='"QUERY.jpg CAPTION.jpg#N": the first two columns, space-joined',
             row_id=_image_and_candidate,
         ),
@@ -158,8 +166,8 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             name="flickr8k_cf",
             path="a folder with CrowdFlowerAnnotations.txt and Flickr8k.token.txt",
             read=_read_flickr8k_cf,
+            kind=JudgmentKind.ABSOLUTE,
             statistic="tau_b",
-            protocol=JudgmentProtocol.ABSOLUTE,
             row_ids='"QUERY.jpg CAPTION.jpg#N": the first two columns, space-joined',
             row_id=_image_and_candidate,
         ),
@@ -168,8 +176,8 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             name="thumb",
             path="mscoco_THumB-1.0.jsonl, with mscoco_references.json beside it",
             read=_read_thumb,
+            kind=JudgmentKind.ABSOLUTE,
             statistic="pearson",
-            protocol=JudgmentProtocol.ABSOLUTE,
             row_ids='"SEG_ID#SYS", e.g. "974#Human"',
             row_id=_candidate,
         ),
@@ -178,8 +186,8 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             name="pascal50s",
             path="pair_pascal.mat with consensus_pascal.mat (pascal50S.mat) beside it, or the JSON",
             read=_read_pascal50s,
+            kind=JudgmentKind.VOTED_PAIRS,
             statistic="mean",
-            protocol=JudgmentProtocol.PAIRWISE,
             row_ids='"{PAIR}a" or "{PAIR}b": the pair\'s 0-based position in the file, its side',
         ),
         # Kendall τc over the 1-5 ratings, as for Flickr8k-Expert.
@@ -187,8 +195,8 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             name="composite",
             path="an AMT result CSV (needs references)",
             read=_read_composite,
+            kind=JudgmentKind.ABSOLUTE,
             statistic="tau_c",
-            protocol=JudgmentProtocol.ABSOLUTE,
             row_ids='"IMAGE#K": the image file name and the caption\'s slot k',
             row_id=_candidate,
         ),
@@ -197,8 +205,8 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             name="nebula",
             path="the Nebula JSON file (rows of imgid, mt, refs, score)",
             read=_read_nebula,
+            kind=JudgmentKind.ABSOLUTE,
             statistic="tau_c",
-            protocol=JudgmentProtocol.ABSOLUTE,
             row_ids='"N": the row\'s 0-based position in the file',
             row_id=_candidate,
         ),
@@ -207,8 +215,8 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             name="pairs",
             path="JSON (lines) of {references, better, worse[, id, category, image]}",
             read=_read_pairs,
+            kind=JudgmentKind.BETTER_WORSE,
             statistic="accuracy",
-            protocol=JudgmentProtocol.PAIRWISE,
             row_ids='"{PAIR}a" (better) or "{PAIR}b" (worse): the pair\'s 0-based position',
         ),
         # A user's own absolute set; Kendall τc over its rows.
@@ -216,8 +224,8 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             name="csv",
             path="a CSV with mt, refs and score columns (imgid/img/image groups rows)",
             read=_read_csv,
+            kind=JudgmentKind.ABSOLUTE,
             statistic="tau_c",
-            protocol=JudgmentProtocol.ABSOLUTE,
             row_ids='"N": the row\'s 0-based position in the file',
             row_id=_candidate,
         ),
@@ -226,8 +234,8 @@ JUDGMENT_SETS: dict[str, JudgmentSet] = {
             name="shapes_world",
             path="none: built from the run's shapes world",
             read=None,
+            kind=JudgmentKind.ABSOLUTE,
             statistic="tau_c",
-            protocol=JudgmentProtocol.ABSOLUTE,
             row_ids="\"IMAGE:K\": the world's image id and the candidate's number",
             row_id=_candidate,
         ),

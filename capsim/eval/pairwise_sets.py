@@ -16,7 +16,8 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from capsim.data.judgments import PairJudgment
-from capsim.eval import meta_statistics as meta
+from capsim.eval import weighted_agreement as weighted
+from capsim.metrics import resampling
 
 PASCAL_REFERENCES = 5  # references sampled per pair, as in the CIDEr paper
 
@@ -56,7 +57,7 @@ def pascal_report(
     scores: Mapping[str, np.ndarray],
     resamples: int = 0,
     seed: int = 0,
-    confidence: float = meta.DEFAULT_CONFIDENCE,
+    confidence: float = weighted.DEFAULT_CONFIDENCE,
 ) -> tuple[dict[str, dict], dict]:
     """Accuracy × 100 per category and their mean: the metric agrees with the human
     majority. With ``resamples``, pairs are resampled within each category.
@@ -72,13 +73,15 @@ def pascal_report(
     )
     columns = [*names, "mean"]
     weights = (
-        meta.image_weights(np.arange(category.size), resamples, seed, category)
+        resampling.group_counts(
+            np.random.default_rng(seed), np.arange(category.size), resamples, category
+        )
         if resamples
         else None
     )
 
     def accuracies(agree: np.ndarray, w: np.ndarray) -> np.ndarray:
-        return meta.pairwise_accuracy(agree, category, w)
+        return weighted.pairwise_accuracy(agree, category, w)
 
     def agreement(per_candidate: np.ndarray) -> np.ndarray:
         a, b = per_candidate[0::2][decided], per_candidate[1::2][decided]
@@ -92,7 +95,7 @@ def pair_set_report(
     scores: Mapping[str, np.ndarray],
     resamples: int = 0,
     seed: int = 0,
-    confidence: float = meta.DEFAULT_CONFIDENCE,
+    confidence: float = weighted.DEFAULT_CONFIDENCE,
 ) -> tuple[dict[str, dict], dict]:
     """The share × 100 of pairs where the metric scores ``better`` (a) above ``worse`` (b),
     a tie counting as wrong: over all pairs, then per category where there are several.
@@ -101,12 +104,16 @@ def pair_set_report(
     category = np.array([names.index(c) for c in pairs.categories])
     image_of_pair = np.unique(pairs.images, return_inverse=True)[1]
     columns = ["accuracy", *names] if len(names) > 1 else ["accuracy"]
-    weights = meta.image_weights(image_of_pair, resamples, seed) if resamples else None
+    weights = (
+        resampling.group_counts(np.random.default_rng(seed), image_of_pair, resamples)
+        if resamples
+        else None
+    )
 
     def shares(agree: np.ndarray, w: np.ndarray) -> np.ndarray:
         w = np.atleast_2d(w)
         overall = (w * agree).sum(1) / w.sum(1)
-        per_category = meta.pairwise_accuracy(agree, category, w)[:, :-1]
+        per_category = weighted.pairwise_accuracy(agree, category, w)[:, :-1]
         return np.c_[overall, per_category][:, : len(columns)]
 
     def agreement(per_candidate: np.ndarray) -> np.ndarray:
@@ -134,10 +141,10 @@ def _agreement_report(
         agree = agreement(per_candidate)
         full = summary(agree, np.ones(agree.size))[0]
         resampled = summary(agree, weights) if weights is not None else None
-        report[metric] = meta.percent_summaries(full, resampled, columns, confidence)
+        report[metric] = weighted.percent_summaries(full, resampled, columns, confidence)
         full_statistic[metric] = full[column]
         resampled_statistic[metric] = resampled[:, column] if weights is not None else None
     if weights is None:
         return report, {}
-    comparisons = meta.comparisons(full_statistic, resampled_statistic, confidence)
-    return report, meta.percent_comparisons(comparisons)
+    comparisons = weighted.comparisons(full_statistic, resampled_statistic, confidence)
+    return report, weighted.percent_comparisons(comparisons)

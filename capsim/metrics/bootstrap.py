@@ -18,11 +18,13 @@ loop:
 intervals of all systems and the paired differences come from the same draws:
 
 - interval: the percentile interval of the resampled scores;
-- paired bootstrap p-value (as sacrebleu's): the share of resampled differences,
-  centred on their mean, at least as far from 0 as the observed difference;
-- paired approximate randomization: the share of random per-image swaps of the
-  two systems' outputs whose difference is at least as large; both add one to
-  the count and to the number of draws, so p is never 0.
+- paired bootstrap p-value (as sacrebleu's): resampled differences, centred on
+  their mean, at least as far from 0 as the observed difference;
+- paired approximate randomization: random per-image swaps of the two systems'
+  outputs whose difference is at least as large.
+
+The draws and the p-values (count + 1 over resamples + 1) are
+``capsim.metrics.resampling``'s, shared with the meta-evaluation.
 """
 
 from __future__ import annotations
@@ -32,11 +34,11 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from capsim.metrics import resampling
 from capsim.metrics.bleu import Bleu
 from capsim.metrics.meteor import meteor_from_stats, summable
 
 BLEU_KEYS = ("Bleu_1", "Bleu_2", "Bleu_3", "Bleu_4")
-TIE_TOLERANCE = 1e-12
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,11 +119,8 @@ def bootstrap(
         raise ValueError(f"every system and metric must cover the same images, got {images}")
     (count,) = images
     rng = np.random.default_rng(seed)
-    draws = rng.integers(0, count, size=(resamples, count))
-    offsets = (np.arange(resamples) * count)[:, None]
-    weights = np.bincount((draws + offsets).ravel(), minlength=resamples * count)
-    weights = weights.reshape(resamples, count).astype(np.float64)
-    swaps = rng.integers(0, 2, size=(resamples, count)).astype(np.float64)
+    weights = resampling.group_counts(rng, np.arange(count), resamples)
+    swaps = resampling.swap_masks(rng, resamples, count).astype(np.float64)
     everything = np.ones((1, count))
     tail = (1 - confidence) / 2 * 100
 
@@ -147,8 +146,9 @@ def bootstrap(
                 raise ValueError(f"{name} and {baseline} list metrics in different orders")
             delta = full[name, metric.keys] - full[baseline, metric.keys]
             differences = resampled[name, metric.keys] - resampled[baseline, metric.keys]
-            bootstrap_p = p_value(differences - differences.mean(axis=0), delta)
-            randomization_p = p_value(_randomized_differences(metric, base, swaps), delta)
+            bootstrap_p = resampling.paired_bootstrap_p(differences, delta)
+            randomized = _randomized_differences(metric, base, swaps)
+            randomization_p = resampling.two_sided_p(randomized, delta)
             for k, key in enumerate(metric.keys):
                 report["comparisons"][name][key] = {
                     "delta": float(delta[k]),
@@ -163,13 +163,6 @@ def bootstrap(
         "baseline": baseline,
     }
     return report
-
-
-def p_value(differences: np.ndarray, delta: np.ndarray) -> np.ndarray:
-    """(draws at least as far from 0 as ``delta`` + 1) / (draws + 1), per key; "as far"
-    allows rounding (a swap of two equal outputs gives ``delta`` again, in other sums)."""
-    threshold = np.abs(delta) - TIE_TOLERANCE * np.maximum(1.0, np.abs(delta))
-    return ((np.abs(differences) >= threshold).sum(axis=0) + 1) / (len(differences) + 1)
 
 
 def _randomized_differences(metric: MetricRows, base: MetricRows, swaps: np.ndarray) -> np.ndarray:

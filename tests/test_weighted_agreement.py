@@ -1,4 +1,4 @@
-"""capsim.eval.meta_statistics: weighted statistics against brute force, the bootstrap's
+"""capsim.eval.weighted_agreement: weighted statistics against brute force, the bootstrap's
 tests on planted and null differences, Williams' test by hand."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from scipy import stats
 
 from capsim.data.judgments import Judgment, PairJudgment
 from capsim.eval import judgment_harness as harness
-from capsim.eval import meta_statistics as meta
 from capsim.eval import pairwise_sets
+from capsim.eval import weighted_agreement as weighted
+from capsim.metrics import resampling
 
 
 def _scipy_row_statistics(metric, human) -> list[float]:
@@ -33,29 +34,15 @@ def test_weighted_rows_equal_the_rows_repeated():
         weights = rng.integers(0, 4, n).astype(float)
         if weights.sum() < 3:
             continue
-        got = meta.row_statistics(meta.RankedRows.of(metric, human), weights)[0]
+        got = weighted.row_statistics(weighted.RankedRows.of(metric, human), weights)[0]
         counts = weights.astype(int)
         expected = _scipy_row_statistics(np.repeat(metric, counts), np.repeat(human, counts))
         np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
 
 
 def test_a_constant_metric_gives_nan_not_a_number():
-    rows = meta.RankedRows.of(np.ones(6), np.arange(6.0))
-    assert np.isnan(meta.row_statistics(rows, np.ones(6))[0]).all()
-
-
-def test_image_weights_keep_each_images_rows_together_and_strata_their_size():
-    group = np.array([0, 0, 0, 1, 2, 2])
-    weights = meta.image_weights(group, 50, seed=3)
-    assert weights.shape == (50, 6)
-    # the three rows of image 0 are drawn together, as are the two of image 2
-    assert (weights[:, 0] == weights[:, 1]).all() and (weights[:, 1] == weights[:, 2]).all()
-    assert (weights[:, 4] == weights[:, 5]).all()
-    assert (weights[:, [0, 3, 4]].sum(1) == 3).all()  # as many images as there are
-    strata = np.array([0, 0, 1, 1, 1])
-    drawn = meta.image_weights(np.arange(5), 200, seed=1, stratum_of_group=strata)
-    assert (drawn[:, :2].sum(1) == 2).all() and (drawn[:, 2:].sum(1) == 3).all()
-    np.testing.assert_array_equal(drawn, meta.image_weights(np.arange(5), 200, 1, strata))
+    rows = weighted.RankedRows.of(np.ones(6), np.arange(6.0))
+    assert np.isnan(weighted.row_statistics(rows, np.ones(6))[0]).all()
 
 
 def _judgments(human, images, systems=None) -> list[Judgment]:
@@ -82,7 +69,8 @@ def test_intervals_equal_brute_force_resampling_of_images():
     scores = {"a": human + rng.normal(0, 1, 60), "b": human + rng.normal(0, 2, 60)}
     resamples, seed = 30, 11
     report, comparisons = harness.absolute_report("flickr8k_expert", pairs, scores, resamples, seed)
-    weights = meta.image_weights(pairs.image_of_pair[pairs.pair_of_rating], resamples, seed)
+    rng = np.random.default_rng(seed)
+    weights = resampling.group_counts(rng, pairs.image_of_pair[pairs.pair_of_rating], resamples)
     brute = {}
     for metric, per_pair in scores.items():
         values = []
@@ -150,13 +138,13 @@ def test_williams_test_on_a_hand_computed_case():
     t = 0.2 sqrt(49 x 1.4) / sqrt(2 (49 / 47) 0.62 + 0.4^2 x 0.6^3)
       = 1.656502 / sqrt(1.292766 + 0.034560) = 1.656502 / 1.152097 = 1.437815;
     two-sided p with 47 degrees of freedom: 0.1571 (t table: between 0.10 and 0.20)."""
-    t, p = meta.williams_test(0.5, 0.3, 0.4, 50)
+    t, p = weighted.williams_test(0.5, 0.3, 0.4, 50)
     assert t == pytest.approx(1.437815, abs=1e-5)
     assert p == pytest.approx(2 * stats.t.sf(1.437815, 47), abs=1e-6)
     assert 0.10 < p < 0.20
-    assert meta.williams_test(0.3, 0.5, 0.4, 50)[0] == pytest.approx(-t)
+    assert weighted.williams_test(0.3, 0.5, 0.4, 50)[0] == pytest.approx(-t)
     with pytest.raises(ValueError, match="more than 3"):
-        meta.williams_test(0.5, 0.3, 0.4, 3)
+        weighted.williams_test(0.5, 0.3, 0.4, 3)
 
 
 def test_system_level_statistics_match_scipy_on_system_means():
@@ -164,7 +152,7 @@ def test_system_level_statistics_match_scipy_on_system_means():
     systems = np.repeat(np.arange(5), 8)
     human = rng.normal(size=40) + systems
     metric = rng.normal(size=40) + 0.5 * systems
-    got = meta.system_statistics(metric, human, systems, np.ones(40))[0]
+    got = weighted.system_statistics(metric, human, systems, np.ones(40))[0]
     metric_means = [metric[systems == s].mean() for s in range(5)]
     human_means = [human[systems == s].mean() for s in range(5)]
     assert got[0] == pytest.approx(stats.kendalltau(metric_means, human_means).statistic)

@@ -1,12 +1,12 @@
-"""How sure a comparison between metrics is: bootstrap intervals, paired tests, Williams.
+"""How a metric agrees with human judgments over weighted rows, and how two metrics compare.
 
 A metric's agreement with human judgments is a statistic over rows (Kendall τ,
 Spearman, Pearson; the accuracy on PASCAL-50S pairs). Rows of one image are not
 independent, so the bootstrap resamples *images*, each image keeping all its rows
-(PASCAL-50S: pairs, within each category). A resample is a count per row, and every
-statistic is computed on the counts directly: a row drawn k times is k copies, tied
-with each other, exactly as if the rows were repeated. Nothing is re-scored inside
-the loop; the metrics scored the rows once.
+(PASCAL-50S: pairs, within each category; ``capsim.metrics.resampling`` draws them). A
+resample is a count per row, and every statistic is computed on the counts directly: a
+row drawn k times is k copies, tied with each other, exactly as if the rows were
+repeated. Nothing is re-scored inside the loop; the metrics scored the rows once.
 
 Kendall's τ over weighted rows takes O(n log n) per resample: a Fenwick tree over the
 metric's ranks counts the concordant and discordant pairs while the rows are visited
@@ -14,9 +14,9 @@ in the order of the human scores (precomputed once). Both τ variants, Spearman 
 Pearson come from the same pass, compiled by numba and spread over the resamples.
 
 - interval: the percentile interval of the resampled statistic;
-- paired difference: the two metrics on the *same* resamples; its p-value is the
-  share of centred resampled differences at least as far from 0 as the observed one,
-  plus one over resamples plus one (so a metric against its own copy gets p = 1);
+- paired difference: the two metrics on the *same* resamples, with the paired
+  bootstrap's p-value of ``capsim.metrics.resampling`` (a metric against its own copy
+  gets p = 1);
 - Williams' test (Williams 1959; as in Graham & Baldwin 2014): the difference of two
   Pearson correlations with the same human scores, given their correlation with each
   other; two-sided, n - 3 degrees of freedom, rows taken as independent (they are not
@@ -32,7 +32,7 @@ import numba
 import numpy as np
 from scipy import stats
 
-from capsim.metrics import bootstrap
+from capsim.metrics import resampling
 
 # The absolute sets' statistics, in the order of the columns of ROW_STATISTICS' output.
 ROW_STATISTICS = ("tau_c", "tau_b", "spearman", "pearson")
@@ -238,30 +238,6 @@ def pairwise_accuracy(
     return np.concatenate([per_category, per_category.mean(1, keepdims=True)], axis=1)
 
 
-# --------------------------------------------------------------------------- resampling
-
-
-def image_weights(
-    group_of_row: np.ndarray, resamples: int, seed: int, stratum_of_group: np.ndarray | None = None
-) -> np.ndarray:
-    """[resamples, rows]: how often each row is drawn when its group (image) is resampled
-    with replacement, each group bringing all its rows. With ``stratum_of_group``, groups
-    are drawn within their stratum (PASCAL-50S: its categories), as many as it holds."""
-    group_of_row = np.asarray(group_of_row, np.int64)
-    groups = int(group_of_row.max()) + 1
-    strata = np.zeros(groups, np.int64) if stratum_of_group is None else stratum_of_group
-    rng = np.random.default_rng(seed)
-    counts = np.zeros((resamples, groups))
-    for stratum in np.unique(strata):
-        members = np.flatnonzero(strata == stratum)
-        drawn = members[rng.integers(0, members.size, size=(resamples, members.size))]
-        offsets = (np.arange(resamples) * groups)[:, None]
-        counts += np.bincount((drawn + offsets).ravel(), minlength=resamples * groups).reshape(
-            resamples, groups
-        )
-    return counts[:, group_of_row]
-
-
 def interval(values: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> tuple[float, float]:
     """The percentile interval of resampled values (resamples where the statistic is
     undefined, as for a constant metric, are left out)."""
@@ -271,15 +247,6 @@ def interval(values: np.ndarray, confidence: float = DEFAULT_CONFIDENCE) -> tupl
         return np.nan, np.nan
     low, high = np.percentile(finite, [tail, 100 - tail])
     return float(low), float(high)
-
-
-def paired_p_value(differences: np.ndarray, delta: float) -> float:
-    """The paired bootstrap p-value of ``capsim.metrics.bootstrap``: centred resampled
-    differences at least as far from 0 as ``delta``, plus one, over resamples plus one
-    (resamples where the statistic is undefined are left out)."""
-    differences = differences[np.isfinite(differences)]
-    centred = differences - differences.mean() if differences.size else differences
-    return float(bootstrap.p_value(centred[:, None], np.array([delta]))[0])
 
 
 def williams_test(r12: float, r13: float, r23: float, n: int) -> tuple[float, float]:
@@ -318,7 +285,7 @@ def comparisons(
                 "delta": float(delta),
                 "ci_low": low,
                 "ci_high": high,
-                "p_value": paired_p_value(differences, delta),
+                "p_value": float(resampling.paired_bootstrap_p(differences, delta)),
             }
             if williams is not None:
                 entry["p_value_williams"] = williams[metric, other]
