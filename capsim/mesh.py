@@ -52,6 +52,7 @@ def maybe_initialize_distributed() -> None:
         kwargs["heartbeat_timeout_seconds"] = int(os.environ[HEARTBEAT_ENV])
     _keep_collectives_in_order()
     jax.distributed.initialize(**kwargs)
+    _no_cached_programs_across_cpu_processes()
     logging.info(
         "jax.distributed: process %d of %d, %d global devices",
         jax.process_index(),
@@ -72,6 +73,18 @@ def _keep_collectives_in_order() -> None:
     flags = os.environ.get("XLA_FLAGS", "")
     if "xla_cpu_enable_concurrency_optimized_scheduler" not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} {_IN_ORDER_FLAG}".strip()
+
+
+def _no_cached_programs_across_cpu_processes() -> None:
+    """Turns JAX's persistent compilation cache off for a run of several CPU processes.
+
+    With JAX 0.12, two gloo processes that load their step from the cache (a rerun, a
+    resumed run) wait forever in its first collective, while the same programs compiled
+    afresh run (measured here: 2 processes on localhost, the cache hit hangs every time;
+    tests/test_faults.py). A CPU step compiles in seconds, so nothing worth keeping is lost.
+    """
+    if jax.process_count() > 1 and jax.default_backend() == "cpu":
+        jax.config.update("jax_enable_compilation_cache", False)
 
 
 def make_data_mesh() -> Mesh:

@@ -85,7 +85,13 @@ class Table:
         for claim in self.claims:
             self.check_claim(claim, self.all_rows)
         for row, column in self.paper:
-            self.check_claim(Claim("paper figure", row, row, column), self.all_rows)
+            _refuse(
+                [] if row in self.all_rows else [row], f"paper figure at {column!r} names the row"
+            )
+            _refuse(
+                [] if column in self.columns else [column],
+                f"paper figure of {row!r} names the measure",
+            )
 
     @property
     def columns(self) -> tuple[str, ...]:

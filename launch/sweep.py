@@ -199,7 +199,10 @@ def run_sweep(
     tasks = packs(pending, pack) if pack > 1 else [[job] for job in pending]
     if pack > 1:
         size = "as many as fit in memory (auto)" if fit_memory else f"up to {pack}"
-        print(f"{len(tasks)} processes of {size} members each ({member_mode})", flush=True)
+        mode = f"member mode: {member_mode}"
+        if member_mode == "auto":
+            mode += "; each pack's log names the mode taken"
+        print(f"{len(tasks)} processes of {size} members each ({mode})", flush=True)
     if cluster == SLURM:  # the commands a local grid runs, with the workdir's full path
         root = workdir.resolve()
         commands = [

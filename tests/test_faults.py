@@ -44,8 +44,13 @@ def _wait_for_step(run_: Run, step: int) -> None:
     deadline = time.monotonic() + 300
     while _logged_step(run_.workdir / "metrics.jsonl") < step:
         if any(p.poll() is not None for p in run_.procs) or time.monotonic() > deadline:
+            codes = [p.poll() for p in run_.procs]
             run_.kill_all()
-            pytest.fail(f"the run stopped before step {step}: {run_.stderr(0)[-2000:]}")
+            logs = "\n".join(
+                f"process {rank} (exit {code}): {run_.stderr(rank)[-2000:]}"
+                for rank, code in enumerate(codes)
+            )
+            pytest.fail(f"the run stopped before step {step}:\n{logs}")
         time.sleep(0.01)
 
 

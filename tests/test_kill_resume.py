@@ -302,3 +302,18 @@ def test_two_processes_one_killed_at_5_points_resume_exactly(tmp_path):
 @pytest.mark.parametrize("processes", [1, 2])
 def test_many_kill_points_resume_exactly(tmp_path, processes):
     _kill_and_compare(tmp_path, processes=processes, seeds=[1, 2, 3], points=8)
+
+
+def test_two_cpu_processes_rerun_with_a_warm_compilation_cache(tmp_path):
+    """With JAX 0.12, two gloo processes whose step comes from the persistent compilation
+    cache waited forever in its first collective; capsim.mesh turns the cache off for a
+    run of several CPU processes, so a rerun on a warm cache finishes like the first."""
+    cache = dict(
+        JAX_COMPILATION_CACHE_DIR=str(tmp_path / "cache"),
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+        CHECKPOINT_EVERY=NEVER,
+    )
+    for attempt in ("first", "rerun"):
+        run = Run(tmp_path / attempt, 40, 2, **cache)
+        assert run.wait(timeout=120) == [0, 0], run.stderr(0)[-2000:]
+        assert _logged_step(run.workdir / "metrics.jsonl") == 40
