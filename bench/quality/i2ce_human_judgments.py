@@ -263,7 +263,8 @@ def main() -> None:
         "trained on COCO val2017 + Flickr8k train captions unless their config names `sources`; "
         "early stopping on held-out caption images (same-image AUC; with `sources`, the mean of "
         "the dev COCO and dev Flickr AUCs), never on the judgments. `I2CE-pretrained` is the packaged "
-        "model (COCO captions only; see i2ce_jax/pretrained/MODEL_CARD.md).\n\n"
+        "model (COCO captions only; see i2ce_jax/pretrained/MODEL_CARD.md). Each trained row "
+        "is one seed (docs/reproduction.md says which claims rest on it).\n\n"
         f"{table}\n\nPooling ablation ({POOLING_MODEL}):\n\n{pool_table}\n"
     )
     for path in args.merge:

@@ -211,7 +211,8 @@ def render(result: dict) -> str:
     parts = [
         f"{SECTION}\n\nCommand: `python bench/quality/vtfn_quality.py --data_dir ../shared/data "
         f"--only GROUPS` (groups: {', '.join(GROUP_NAMES)}; `--reuse` reads finished runs back). "
-        "All correlations × 100.\n",
+        "All correlations × 100. One seed a figure; the papers' tables with 5 seeds and a "
+        "verdict for each claim: docs/reproduction.md.\n",
         "### Shapes world (test scenes)\n\n" + shapes + "\n",
         "### COCO val2017, object-label features (not CNN features), 500 held-out test images\n\n"
         + coco

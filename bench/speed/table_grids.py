@@ -2,6 +2,7 @@
 table it writes (issue 63).
 
     python bench/speed/table_grids.py --table vtfn_t4_losses [--arg seeds=5] [--rounds 1] [--write]
+    python bench/speed/table_grids.py --table vtfn_t3_encoders --packed_only --write
 
 Each setting runs the whole ``python -m launch.sweep --config=configs/tables/TABLE.py:ARG``
 command in a fresh folder, two jobs at once: ``--pack SEEDS`` (a row's seeds trained by
@@ -57,12 +58,17 @@ def main() -> None:
     parser.add_argument("--table", required=True, help="a config's name in configs/tables/")
     parser.add_argument("--arg", default="seeds=5", help="the table config's argument")
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument(
+        "--packed_only", action="store_true", help="the table alone: no --pack 1 run, no ratio"
+    )
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args()
     config_file = REPO / "configs" / "tables" / f"{args.table}.py"
     jobs = expand_grid(load_config_module(config_file), args.arg)
     seeds = len({job.params["seed"] for job in jobs})
     runs = settings(seeds)
+    if args.packed_only:
+        runs = dict([next(iter(runs.items()))])
     seconds: dict[str, list[float]] = {name: [] for name in runs}
     reports: dict[str, dict] = {}  # each setting's table.json, and the packed run's table.md
     table_markdown = ""
@@ -84,8 +90,7 @@ def main() -> None:
                     for file in (TABLE_MARKDOWN, TABLE_JSON):
                         shutil.copy(workdir / file, TABLES_DIR / f"{args.table}{Path(file).suffix}")
     load_after = load_average()
-    packed, solo = runs
-    ratios = [s / p for s, p in zip(seconds[solo], seconds[packed], strict=True)]
+    packed = next(iter(runs))
     rows = [
         {
             "command": name,
@@ -95,7 +100,18 @@ def main() -> None:
         }
         for name, values in seconds.items()
     ]
-    difference = largest_cell_difference(reports[packed], reports[solo])
+    if args.packed_only:
+        comparison = "Not run with `--pack 1` (`--packed_only`): no ratio."
+        difference = None
+    else:
+        solo = list(runs)[1]
+        ratios = [s / p for s, p in zip(seconds[solo], seconds[packed], strict=True)]
+        difference = largest_cell_difference(reports[packed], reports[solo])
+        comparison = (
+            f"Packed over a process a job: {statistics.median(ratios):.2f}x "
+            f"[{min(ratios):.2f}, {max(ratios):.2f}]. The largest difference between the "
+            f"two settings' cell means: {difference:.4f} (Pearson x 100)."
+        )
     text = "\n\n".join(
         [
             f"`configs/tables/{args.table}.py:{args.arg}`, {len(jobs)} jobs ({seeds} seeds a "
@@ -103,9 +119,7 @@ def main() -> None:
             f"{args.rounds} round(s), alternating, on 2 cores, load {load_before:.2f} before, "
             f"{load_after:.2f} after.",
             format_table(rows, list(rows[0])),
-            f"Packed over a process a job: {statistics.median(ratios):.2f}x "
-            f"[{min(ratios):.2f}, {max(ratios):.2f}]. The largest difference between the two "
-            f"settings' cell means: {difference:.4f} (Pearson x 100). The table: "
+            f"{comparison} The table: "
             f"[bench/results/tables/{args.table}.md](results/tables/{args.table}.md).",
         ]
     )
