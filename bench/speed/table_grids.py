@@ -119,8 +119,7 @@ def main() -> None:
             f"{args.rounds} round(s), alternating, on 2 cores, load {load_before:.2f} before, "
             f"{load_after:.2f} after.",
             format_table(rows, list(rows[0])),
-            f"{comparison} The table: "
-            f"[bench/results/tables/{args.table}.md](results/tables/{args.table}.md).",
+            f"{comparison} The table: `bench/results/tables/{args.table}.md`.",
         ]
     )
     print(table_markdown)
