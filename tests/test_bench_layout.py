@@ -19,6 +19,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from conftest import requires
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench"
@@ -158,6 +159,7 @@ def run_without_bench_extra(script: str, *args: str) -> subprocess.CompletedProc
     )
 
 
+@requires("jax")  # the bench is the [jax] install's; a metrics-only install has no JAX
 def test_throughput_answers_help_and_names_the_extra_its_training_rows_need():
     """The door users run first: ``--help`` without torch, and one line where a run needs it."""
     assert run_without_bench_extra("bench/throughput.py", "--help").returncode == 0
@@ -169,6 +171,7 @@ def test_throughput_answers_help_and_names_the_extra_its_training_rows_need():
 
 
 @pytest.mark.slow  # each script imports its stack in a fresh interpreter: about a minute in all
+@requires("jax")
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_every_script_answers_help_without_the_bench_extra(script):
     done = run_without_bench_extra(script, "--help")

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import requires
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -304,6 +305,7 @@ def test_many_kill_points_resume_exactly(tmp_path, processes):
     _kill_and_compare(tmp_path, processes=processes, seeds=[1, 2, 3], points=8)
 
 
+@requires("jax")  # the runs are JAX processes; the module itself imports no JAX
 def test_two_cpu_processes_rerun_with_a_warm_compilation_cache(tmp_path):
     """With JAX 0.12, two gloo processes whose step comes from the persistent compilation
     cache waited forever in its first collective; capsim.mesh turns the cache off for a
