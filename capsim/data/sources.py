@@ -175,6 +175,38 @@ def _read_all(pattern: str, reader: Callable[[Path], list[CaptionRecord]]):
     return read
 
 
+KARPATHY_VAL_LIST = "karpathy_val_images.txt"
+
+
+def karpathy_val_images(path: Path) -> frozenset[str]:
+    """COCO ids of a Karpathy val image list: ``PATH COCO_ID`` a line (Up-Down-Captioner's
+    data/coco_splits format, as ``coco/karpathy_val_images.txt`` under the data holds it)."""
+    if not path.is_file():
+        raise DataFormatError(
+            path,
+            "missing: source 'coco_train' keeps the Karpathy train images of the COCO captions "
+            "beside it, so it needs the Karpathy val list (docs/data.md)",
+        )
+    ids = set()
+    for number, line in iter_lines(path):
+        fields = line.split()
+        if len(fields) != 2 or not fields[1].isdigit():
+            raise DataFormatError(path, f"expected 'PATH COCO_ID', got {line!r}", number)
+        ids.add(fields[1])
+    return frozenset(ids)
+
+
+def _coco_train_split(folder: Path, options: Mapping[str, Any]) -> list[CaptionRecord]:
+    """``coco``'s captions of Karpathy train (and restval) images: those of the val images
+    the folder's list names go; the test images go by the rule of every COCO source."""
+    val = karpathy_val_images(folder / KARPATHY_VAL_LIST)
+    return [
+        r
+        for r in _read_all("captions_*.json", read_coco_captions)(folder, options)
+        if r.image_id not in val
+    ]
+
+
 def _training_splits(options: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(options.get("karpathy_splits") or tfds_coco.TRAINING_SPLITS)
 
@@ -225,6 +257,8 @@ COCO_TERMS = "CC BY 4.0 (COCO)"
 KARPATHY_JSON = "dataset_coco.json"
 SOURCES: dict[str, Source] = {
     "coco": Source(("coco",), _read_all("captions_*.json", read_coco_captions), COCO_TERMS),
+    # the same captions less the Karpathy val images' (I2CE Table 1's "train split")
+    "coco_train": Source(("coco",), _coco_train_split, COCO_TERMS),
     # Karpathy's COCO splits (train + restval by default): his JSON, or a prepared TFDS copy
     "coco_karpathy": Source(("coco",), _karpathy_json, COCO_TERMS),
     "coco_tfds": Source((), _coco_tfds, COCO_TERMS),
