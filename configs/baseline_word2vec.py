@@ -5,7 +5,7 @@
 Needs gensim (the [baselines] extra).
 
 Arguments: the ones below, and vtfn_jax.config_lib.BASELINE_OPTIONS (data_dir,
-sources, tfds_data_dir, features, captions, fraction, runlocal); ``sources=shapes_world`` (or ``source=shapes_world``) for the embedded world.
+sources, tfds_data_dir, features, captions, fraction, select, runlocal); ``sources=shapes_world`` (or ``source=shapes_world``) for the embedded world.
 """
 
 import ml_collections
@@ -13,26 +13,31 @@ import ml_collections
 from capsim import config_lib as common
 from vtfn_jax import config_lib as vtfn_common
 
+DEFAULTS = dict(
+    **vtfn_common.BASELINE_OPTIONS,
+    source="files",
+    dim=128,
+    algorithm="skipgram",  # or "cbow"
+    w2v_epochs=10,
+    w2v_min_count=2,
+    extra_sources="",  # "+"-joined caption sources whose captions are added, e.g. flickr8k
+    # VTFN's run, so this config sits beside the VTFN rows; no step is trained
+    lr=1e-3,
+    decay=0.5,
+    decay_steps=2000,
+    l2=1e-6,
+    batch=128,
+    epochs=20.0,
+    eval_every=100,
+)
+
 
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    arg = common.parse_arg(
-        arg,
-        **vtfn_common.BASELINE_OPTIONS,
-        source="files",
-        dim=128,
-        algorithm="skipgram",  # or "cbow"
-        w2v_epochs=10,
-        w2v_min_count=2,
-        extra_sources="",  # "+"-joined caption sources whose captions are added, e.g. flickr8k
-        # VTFN's run, so this config sits beside the VTFN rows; no step is trained
-        lr=1e-3,
-        decay=0.5,
-        decay_steps=2000,
-        l2=1e-6,
-        batch=128,
-        epochs=20.0,
-        eval_every=100,
-    )
+    return build(common.parse_arg(arg, **DEFAULTS))
+
+
+def build(arg: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """The run of parsed arguments (``DEFAULTS``' keys); a paper table's row calls it."""
     config = vtfn_common.baseline_run(arg)  # VTFN's data and evaluations
     config.model = vtfn_common.word2vec(arg)
     return vtfn_common.finish(config, arg)

@@ -222,6 +222,34 @@ def test_i2ce_caption_files_drop_karpathy_test_images(tmp_path, caplog):
     assert "Karpathy COCO test images" in caplog.text
 
 
+def test_coco_train_drops_the_karpathy_val_images_listed_beside_the_captions(tmp_path):
+    """I2CE Table 1's "train split": ``coco`` less the images of karpathy_val_images.txt
+    (its format: path and COCO id a line); the test images go by the general rule."""
+    root = make_data_dir(tmp_path)
+    listed = root / "coco" / sources.KARPATHY_VAL_LIST
+    listed.write_text("val2014/COCO_val2014_000000000002.jpg 2\nval2014/x_000000000005.jpg 5\n")
+    full = {r.image_id for r in sources.read_source("coco", root)}
+    train = {r.image_id for r in sources.read_source("coco_train", root)}
+    assert full - train == {"2", "5"} and len(train) == len(full) - 2
+    listed.write_text("val2014/COCO_val2014_000000000002.jpg 2\nnot a line\n")
+    with pytest.raises(DataFormatError, match=rf"{listed}:2: expected 'PATH COCO_ID'"):
+        sources.read_source("coco_train", root)
+    listed.unlink()
+    with pytest.raises(DataFormatError, match=rf"{listed}: missing: source 'coco_train'"):
+        sources.read_source("coco_train", root)
+
+
+def test_coco_train_on_the_shared_data_keeps_the_karpathy_train_images(shared_data):
+    """val2017's 5,000 images: 608 are Karpathy val images (docs/data.md says about 600)."""
+    listed = shared_data / "coco" / sources.KARPATHY_VAL_LIST
+    if not listed.is_file():
+        pytest.skip(f"{listed} is absent")
+    full = {r.image_id for r in sources.read_source("coco", shared_data)}
+    train = {r.image_id for r in sources.read_source("coco_train", shared_data)}
+    val = {line.split()[1] for line in listed.read_text().splitlines()}
+    assert train == full - val and len(full) - len(train) == 608
+
+
 def test_vtfn_on_real_coco_trains_on_no_karpathy_test_image(shared_data, caplog):
     """VTFN on COCO val2017 with the object labels: 593 of its images are Karpathy test
     images; none is trained on (held-out dev and test images may be among them)."""

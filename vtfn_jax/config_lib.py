@@ -155,6 +155,7 @@ BASELINE_OPTIONS = {
         "features",
         "captions",
         "fraction",
+        "select",
         "runlocal",
     )
 }
@@ -275,6 +276,18 @@ def table_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
     return common.parse_scaled_arg(
         arg, TABLE_SCALES, **{**OPTIONS, **TABLE_NUMBERS, "seeds": 5, **defaults}
     )
+
+
+# What a baseline row takes from its table: the data, the scale's schedule and selection.
+BASELINE_TABLE_KEYS = (*BASELINE_OPTIONS, "batch", "epochs", "eval_every")
+
+
+def baseline_row(arg: ml_collections.ConfigDict, baseline) -> ml_collections.ConfigDict:
+    """A baseline's own file (a configs/baseline_*.py module: its ``DEFAULTS`` and
+    ``build``) with a table's data, schedule and selection (BASELINE_TABLE_KEYS), so it
+    trains on what the table's VTFN rows train on, with its own numbers (dim, lr)."""
+    job = {**baseline.DEFAULTS, **{key: arg[key] for key in BASELINE_TABLE_KEYS}}
+    return baseline.build(ml_collections.ConfigDict(job))
 
 
 def encoder_run(arg: ml_collections.ConfigDict, encoder: str) -> ml_collections.ConfigDict:
