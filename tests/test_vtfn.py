@@ -13,8 +13,9 @@ from flax import nnx
 
 from capsim import losses
 from capsim.data.glove import load_glove_package
+from capsim.data.records import CaptionRecord
 from configs import coco_bow, demo_bow, demo_cnn, demo_gru
-from vtfn_jax.data import prepare_data
+from vtfn_jax.data import prepare_data, words_as_captions
 from vtfn_jax.evaluate import evaluate_trained, load_trained
 from vtfn_jax.model import build_model, make_loss_fn
 from vtfn_jax.train import train_and_evaluate
@@ -148,6 +149,27 @@ def test_train_fraction_keeps_nested_subsets_of_training_images(demo_data):
     every = set(demo_data.splits["train"].corpus.image_ids)
     assert len(images[0.5]) == round(0.5 * len(every))
     assert images[0.25] < images[0.5] < every
+
+
+def test_word_level_training_makes_each_word_an_example_of_its_image(demo_data):
+    """Table 6's word level: every word (no punctuation) of every training caption, alone,
+    paired with that caption's image; the vocabulary and the evaluation sets unchanged."""
+    records = [CaptionRecord("7", "c", "A red cube, left of it's sphere.", "train")]
+    words = words_as_captions(records)
+    assert [w.text for w in words] == ["a", "red", "cube", "left", "of", "it", "'s", "sphere"]
+    assert {w.image_id for w in words} == {"7"} and len({w.caption_id for w in words}) == 8
+    data = prepare_data(demo_bow.get_config("runlocal,level=word"))
+    sentences, train = demo_data.splits["train"].corpus, data.splits["train"].corpus
+    assert data.vocab.itos == demo_data.vocab.itos
+    assert data.splits["test"].corpus.records == demo_data.splits["test"].corpus.records
+    expected = [(w.image_id, w.text) for w in words_as_captions(list(sentences.records))]
+    assert [(r.image_id, r.text) for r in train.records] == expected
+    assert len(train) > 4 * len(sentences) and set(train.mask.sum(axis=1)) == {3}  # BOS, word, EOS
+    assert train.image_ids == sentences.image_ids
+    with pytest.raises(ValueError, match="train_level must be one of"):
+        config = demo_bow.get_config("runlocal")
+        config.data.train_level = "phrase"
+        prepare_data(config)
 
 
 def test_glove_vocabulary_keeps_every_glove_word(demo_data):

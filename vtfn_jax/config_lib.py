@@ -18,7 +18,9 @@ untrained, e.g. GloVe's, while the rest of the tower learns); pivot (weight of
 the caption-pivot loss); image (weight of the image loss; 0 with pivot>0 is the
 CaptionPivot control); select ("dev_auc": early stopping on held-out images'
 same-image AUC, or "avg2016": on STS16 mean Pearson, the paper's criterion);
-runlocal (a few steps on little data).
+level ("sentence": each training caption is one example, as VTFN trains; "word": each of
+its words is an example of its own for the caption's image, the word-level training of
+the paper's section 5.4, for a BOW tower); runlocal (a few steps on little data).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ OPTIONS = dict(
     pivot=0.0,
     image=1.0,
     select="dev_auc",
+    level="sentence",
     runlocal=False,
 )
 GLOVE_PACKAGE_DIM = 50  # the offline glove.6B.50d package
@@ -72,6 +75,7 @@ def run(arg: ml_collections.ConfigDict, sources: str = "") -> ml_collections.Con
         pca_dim=arg.pca,
         train_fraction=arg.fraction,
         captions_per_image=arg.captions,
+        train_level=arg.level,
         dev_images=250,
         test_images=500,
         max_len=24,

@@ -24,7 +24,7 @@ from capsim.data import corpus as corpus_lib
 from capsim.data import glove
 from capsim.data.records import CaptionRecord
 from capsim.eval.evaluators import Subject
-from capsim.text import Vocab
+from capsim.text import Vocab, tokenize
 from vtfn_jax.coco_labels import coco_object_label_features
 from vtfn_jax.embedders import DEFAULT_BATCH_SIZE, Embedder, encode_sentences
 from vtfn_jax.features import FeatureStore, align_captions
@@ -117,6 +117,25 @@ def keep_fraction_of_images(
     return [r for r in records if r.image_id in kept]
 
 
+TRAIN_LEVELS = ("sentence", "word")
+
+
+def words_as_captions(records: list[CaptionRecord]) -> list[CaptionRecord]:
+    """Word-level training (the VTFN paper's section 5.4): each word of a caption (a token
+    with a letter or digit; punctuation is no word) becomes a caption of its own for the
+    caption's image, so the tower learns word vectors against the image alone and a
+    sentence is their aggregate only at evaluation."""
+    return [
+        dataclasses.replace(record, caption_id=f"{record.caption_id}/{k}", text=word)
+        for record in records
+        for k, word in enumerate(w for w in tokenize(record.text) if _is_word(w))
+    ]
+
+
+def _is_word(token: str) -> bool:
+    return any(character.isalnum() for character in token)
+
+
 def build_vocab(config: ml_collections.ConfigDict, train: list[CaptionRecord]) -> Vocab:
     """The training captions' words; a GloVe-initialised tower (``model.glove_words``)
     adds GloVe's words, so evaluation text keeps GloVe's vectors for them."""
@@ -141,8 +160,12 @@ def prepare_data(config: ml_collections.ConfigDict) -> VtfnData:
         raise ValueError(
             f"data.captions_per_image must be 'one' or 'all', got {data.captions_per_image!r}"
         )
+    level = data.get("train_level", "sentence")
+    if level not in TRAIN_LEVELS:
+        raise ValueError(f"data.train_level must be one of {TRAIN_LEVELS}, got {level!r}")
     vocab = build_vocab(config, records["train"])
-    train_corpus = corpus_lib.encode_corpus(records["train"], vocab, data.max_len)
+    examples = words_as_captions(records["train"]) if level == "word" else records["train"]
+    train_corpus = corpus_lib.encode_corpus(examples, vocab, data.max_len)
     train_features = store.lookup(train_corpus.image_ids)
     pca = fit_pca(train_features, data.pca_dim) if data.pca_dim else None
 
