@@ -25,6 +25,8 @@ the paper's section 5.4, for a BOW tower); runlocal (a few steps on little data)
 
 from __future__ import annotations
 
+import types
+
 import ml_collections
 
 from capsim import config_lib as common
@@ -286,7 +288,9 @@ def table_arg(arg: str | None, **defaults) -> ml_collections.ConfigDict:
 BASELINE_TABLE_KEYS = (*BASELINE_OPTIONS, "batch", "epochs", "eval_every")
 
 
-def baseline_row(arg: ml_collections.ConfigDict, baseline) -> ml_collections.ConfigDict:
+def baseline_row(
+    arg: ml_collections.ConfigDict, baseline: types.ModuleType
+) -> ml_collections.ConfigDict:
     """A baseline's own file (a configs/baseline_*.py module: its ``DEFAULTS`` and
     ``build``) with a table's data, schedule and selection (BASELINE_TABLE_KEYS), so it
     trains on what the table's VTFN rows train on, with its own numbers (dim, lr)."""

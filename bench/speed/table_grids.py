@@ -110,7 +110,7 @@ def main() -> None:
         comparison = (
             f"Packed over a process a job: {statistics.median(ratios):.2f}x "
             f"[{min(ratios):.2f}, {max(ratios):.2f}]. The largest difference between the "
-            f"two settings' cell means: {difference:.4f} (Pearson x 100)."
+            f"two settings' cell means: {difference:.4f} (in the table's units)."
         )
     text = "\n\n".join(
         [
