@@ -7,9 +7,9 @@
 The GloVe rows are configs/baseline_glove_r.py and baseline_glove_nr.py on the table's
 data (vtfn_jax.config_lib.baseline_row): the average of GloVe vectors, R keeping the
 training captions' words only. GloVe here is the offline glove.6B.50d package (6B tokens
-of Wikipedia and Gigaword, 50-d), not the paper's 840B-token Common Crawl vectors; it has
-no seed, so its rows repeat the same value in every seed and each comparison's interval
-is VTFN-BOW's over seeds alone. The paper's other rows (M-Skip-Gram, PP-XXL, the best
+of Wikipedia and Gigaword, 50-d), not the paper's 840B-token Common Crawl vectors. Its
+vectors have no seed; its rows still take the seeds, whose held-out images (COCO-Test's)
+and, for R, training vocabulary differ. The paper's other rows (M-Skip-Gram, PP-XXL, the best
 SemEval systems) have no offline source and are left out. The paper calls VTFN
 "competitive" with these larger-corpus vectors, "particularly in domains where the
 vocabulary is closely tied to visual concepts": judged here as VTFN-BOW beating GloVe on
