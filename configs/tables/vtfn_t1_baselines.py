@@ -71,12 +71,4 @@ def _row(arg: ml_collections.ConfigDict, row: str) -> ml_collections.ConfigDict:
     return vtfn_common.baseline_row(arg, BASELINES[row])
 
 
-def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    arg = _parse(arg)
-    return _row(arg, common.chosen_rows(arg, ROWS)[0])
-
-
-def get_sweep(hyper, arg: str | None = None) -> list[dict]:
-    arg = _parse(arg)
-    rows = {row: _row(arg, row) for row in common.chosen_rows(arg, ROWS)}
-    return common.row_sweep(hyper, rows, arg.seeds)
+get_config, get_sweep = common.table_grid(_parse, _row, ROWS)

@@ -67,15 +67,8 @@ def _parse(arg: str | None) -> ml_collections.ConfigDict:
     return vtfn_common.table_arg(arg, rows="")
 
 
-def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    arg = _parse(arg)
-    return vtfn_common.encoder_run(arg, ENCODERS[common.chosen_rows(arg, ENCODERS)[0]])
+def _row(arg: ml_collections.ConfigDict, row: str) -> ml_collections.ConfigDict:
+    return vtfn_common.encoder_run(arg, ENCODERS[row])
 
 
-def get_sweep(hyper, arg: str | None = None) -> list[dict]:
-    arg = _parse(arg)
-    rows = {
-        row: vtfn_common.encoder_run(arg, ENCODERS[row])
-        for row in common.chosen_rows(arg, ENCODERS)
-    }
-    return common.row_sweep(hyper, rows, arg.seeds)
+get_config, get_sweep = common.table_grid(_parse, _row, ENCODERS)

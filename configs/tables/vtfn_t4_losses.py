@@ -55,12 +55,4 @@ def _row(arg: ml_collections.ConfigDict, loss: str) -> ml_collections.ConfigDict
     return vtfn_common.encoder_run(job, "bow_sum")
 
 
-def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    arg = _parse(arg)
-    return _row(arg, common.chosen_rows(arg, LOSSES)[0])
-
-
-def get_sweep(hyper, arg: str | None = None) -> list[dict]:
-    arg = _parse(arg)
-    rows = {loss: _row(arg, loss) for loss in common.chosen_rows(arg, LOSSES)}
-    return common.row_sweep(hyper, rows, arg.seeds)
+get_config, get_sweep = common.table_grid(_parse, _row, LOSSES)

@@ -55,12 +55,4 @@ def _row(arg: ml_collections.ConfigDict, level: str) -> ml_collections.ConfigDic
     return vtfn_common.encoder_run(job, "bow_sum")
 
 
-def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-    arg = _parse(arg)
-    return _row(arg, common.chosen_rows(arg, LEVELS)[0])
-
-
-def get_sweep(hyper, arg: str | None = None) -> list[dict]:
-    arg = _parse(arg)
-    rows = {level: _row(arg, level) for level in common.chosen_rows(arg, LEVELS)}
-    return common.row_sweep(hyper, rows, arg.seeds)
+get_config, get_sweep = common.table_grid(_parse, _row, LEVELS)
