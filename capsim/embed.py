@@ -23,6 +23,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import functools
+import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
 import jax
@@ -31,6 +32,7 @@ import numpy as np
 from flax import nnx
 
 from capsim import text
+from capsim.encoders import RNNEncoder
 from capsim.errors import CaptionError
 
 # (ids [B, L] int32, mask [B, L] bool) -> vectors [B, D], given NumPy arrays; jit it, it is
@@ -77,13 +79,19 @@ def module_encoder(module: nnx.Module, fn: ModuleFn = _call_module) -> EncodeBat
     """``encode_batch`` for an NNX model: jit-compiled ``fn(module, ids, mask)``.
 
     The module is put in eval mode, its RNN encoders unroll their time loops (inference runs
-    1.5-1.7x faster so, capsim.recurrence.scan_rnn), and its current weights are captured; ``fn``
-    must be a module-level function (it is a static argument of the jit, so one
+    1.5-1.7x faster so, capsim.recurrence.scan_rnn), and its current weights are captured,
+    with its GRU encoders' input projections of every word as tables
+    (``RNNEncoder.tabulate_inputs``; the module itself keeps none, so it trains as before);
+    ``fn`` must be a module-level function (it is a static argument of the jit, so one
     compilation per bucket shape serves every model of the same structure).
     """
     module.eval()
     module.set_attributes(unroll=True, raise_if_not_found=False)  # RNN encoders: scan_rnn's
+    encoders = [m for _, m in nnx.iter_modules(module) if isinstance(m, RNNEncoder)]
+    tabulated = [m for m in encoders if m.tabulate_inputs()]
     graphdef, state = nnx.split(module)
+    for encoder in tabulated:
+        encoder.untabulate_inputs()
     return functools.partial(_apply, _Structure(graphdef, fn), state)
 
 
@@ -152,19 +160,22 @@ def bucketed_batches(rows: Sequence[Sequence[int] | None], batch_size: int) -> I
     for index, row in enumerate(rows):
         if row is not None:
             by_bucket.setdefault(bucket_length(len(row)), []).append(index)
+    lengths = np.array([0 if row is None else len(row) for row in rows], np.int64)
+    starts = np.cumsum(lengths) - lengths  # of each row in ``flat``: rows filled by indexing
+    flat = np.fromiter(itertools.chain.from_iterable(r for r in rows if r), np.int32)
+    flat = np.append(flat, 0)  # read by every padded position
     for length in sorted(by_bucket):
         members = by_bucket[length]
         size = rows_per_batch(length, batch_size)
         for start in range(0, len(members), size):
             chunk = members[start : start + size]
             rows_here = min(size, tail_rows(len(chunk)))
-            batch_ids = np.zeros((rows_here, length), np.int32)
             batch_mask = np.zeros((rows_here, length), bool)
+            batch_mask[: len(chunk)] = np.arange(length) < lengths[chunk, None]
             batch_mask[len(chunk) :, 0] = True  # dummy rows hold one PAD token
-            for r, index in enumerate(chunk):
-                row = rows[index]
-                batch_ids[r, : len(row)] = row
-                batch_mask[r, : len(row)] = True
+            at = np.where(batch_mask[: len(chunk)], starts[chunk, None] + np.arange(length), -1)
+            batch_ids = np.zeros((rows_here, length), np.int32)
+            batch_ids[: len(chunk)] = flat[at]
             yield chunk, batch_ids, batch_mask
 
 

@@ -38,6 +38,7 @@ def scan_rnn(
     carry: Carry,
     *,
     unroll: bool | int = False,
+    projected: bool = False,
 ) -> tuple[Carry, Array]:
     """Run an RNN cell over time, updating each sequence's carry only on its real tokens.
 
@@ -55,6 +56,8 @@ def scan_rnn(
         1.5-1.7x as fast unrolled (bench/RESULTS.md, "Scoring throughput"), so inference
         asks for True; a CPU training step does not gain (bench/speed/step_levers.py) and an
         unrolled LSTM is slower (docs/DEVELOPMENT_NOTES.md).
+      projected: for an ``nnx.GRUCell`` only: ``inputs`` are already its input projections
+        ``cell.dense_i(x)`` [B, L, 3H] (capsim.encoders.RNNEncoder's inference tables).
 
     Returns:
       ``(final_carry, outputs)``: the carry after each sequence's last real step, and the
@@ -62,7 +65,10 @@ def scan_rnn(
     """
 
     if isinstance(cell, nnx.GRUCell):
-        return _scan_gru(cell, inputs, mask, carry, _steps_per_iteration(unroll, inputs.shape[1]))
+        steps = _steps_per_iteration(unroll, inputs.shape[1])
+        return _scan_gru(cell, inputs if projected else cell.dense_i(inputs), mask, carry, steps)
+    if projected:
+        raise ValueError(f"projected inputs are for a GRU cell, got {type(cell).__name__}")
 
     def step(carry: Carry, step_in: tuple[Array, Array]) -> tuple[Carry, Array]:
         x_t, m_t = step_in
@@ -86,15 +92,15 @@ def _steps_per_iteration(unroll: bool | int, steps: int) -> int:
 
 
 def _scan_gru(
-    cell: nnx.GRUCell, inputs: Array, mask: Array, hidden: Array, unroll: int
+    cell: nnx.GRUCell, projected: Array, mask: Array, hidden: Array, unroll: int
 ) -> tuple[Array, Array]:
-    """``scan_rnn`` for nnx.GRUCell with its input projection hoisted out of the loop.
+    """``scan_rnn`` for nnx.GRUCell given every step's input projection [B, L, 3H].
 
-    The projection of every step's input is one [B·L, E] x [E, 3H] matrix product
-    before the scan, so the sequential part only multiplies the hidden state. The
-    gate equations are nnx.GRUCell's own.
+    The projection is hoisted out of the loop (one [B·L, E] x [E, 3H] matrix product, or a
+    gather from a vocabulary table), so the sequential part only multiplies the hidden
+    state. The gate equations are nnx.GRUCell's own.
     """
-    projected = jnp.swapaxes(cell.dense_i(inputs), 0, 1)  # [L, B, 3H]
+    projected = jnp.swapaxes(projected, 0, 1)  # [L, B, 3H]
 
     def step(h: Array, step_in: tuple[Array, Array]) -> tuple[Array, Array]:
         x_t, m_t = step_in

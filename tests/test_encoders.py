@@ -132,6 +132,35 @@ def test_gru_unrolls_its_time_loop_for_inference_only_with_the_same_vectors(bidi
     np.testing.assert_allclose(model(long_ids, long_mask), rolled, atol=TOL)
 
 
+@pytest.mark.parametrize("bidirectional", [False, True])
+def test_gru_input_tables_give_the_same_vectors_and_stay_off_the_model(bidirectional):
+    model = encoders.RNNEncoder(20, 6, 8, rngs=nnx.Rngs(0), bidirectional=bidirectional)
+    ids, mask = pad_batch(SENTENCES, 7)
+    model.eval()
+    plain = model(ids, mask)
+    assert model.tabulate_inputs()
+    assert model.input_table[...].shape == (20, 3 * (4 if bidirectional else 8))
+    np.testing.assert_allclose(model(ids, mask), plain, atol=TOL)
+    model.untabulate_inputs()
+    np.testing.assert_allclose(module_encoder(model)(ids, mask), plain, atol=TOL)
+    assert model.input_table is None and model.backward_input_table is None
+    model.train()  # training after an inference: gradients reach the words and dense_i again
+    grads = nnx.grad(lambda m: jnp.sum(m(ids, mask) ** 2))(model)
+    assert np.abs(grads["embed"]["embedding"][...]).sum() > 0
+    assert np.abs(grads["cell"]["dense_i"]["kernel"][...]).sum() > 0
+
+
+def test_an_lstm_keeps_its_input_matmul():
+    model = build("lstm")
+    assert not model.tabulate_inputs() and model.input_table is None
+    _, mask = pad_batch(SENTENCES, 7)
+    with pytest.raises(ValueError, match="projected inputs are for a GRU cell"):
+        recurrence.scan_rnn(
+            model.cell, jnp.zeros((3, 7, 20)), mask, recurrence.zero_carry(model.cell, 3),
+            projected=True,
+        )  # fmt: skip
+
+
 @pytest.mark.parametrize("pooling", ["max", "mean"])
 def test_cnn_width_one_matches_numpy_masked_pooling(pooling):
     model = build("cnn", widths=(1,), pooling=pooling)

@@ -6,13 +6,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import jax
 import numpy as np
 import pytest
+from flax import nnx
 
+from capsim import embed
 from capsim.data.judgment_files import read_caption_pairs
 from capsim.errors import CaptionError
 from capsim.eval import long_caption_pairs
 from capsim.metrics.sentence_alignment import aggregate, align, f_score
+from i2ce_jax import pretrained
 from i2ce_jax import score as score_cli
 from i2ce_jax.scorer import SENTENCES, WHOLE, I2CEScorer
 
@@ -143,6 +147,21 @@ def test_one_sentence_captions_score_as_before_on_the_packaged_models(model):
     assert np.array_equal(auto.scores, whole.scores)  # bit for bit: the same path
     np.testing.assert_allclose(auto.scores, fixture["scores"][model], rtol=0, atol=1e-6)
     assert auto.empty_candidates == ["empty"]
+
+
+@pytest.mark.parametrize("model", ["base", "large", "research"])
+def test_the_input_tables_give_the_packaged_encoders_vectors_bit_for_bit(model):
+    """The scorer gathers the GRU's input projection from a table (speed, issue 60): the
+    vectors are those of the [B·L, E] x [E, 3H] matmul, to the last bit."""
+    encoder, vocab, _ = pretrained.load(model)
+    fixture = json.loads(FIXTURE.read_text())
+    sentences = [c for refs in fixture["gts"].values() for c in refs if c.strip()]
+    rows = embed.token_rows(vocab, sentences)
+    encode = embed.module_encoder(encoder)
+    graphdef, state = nnx.split(encoder)  # the module keeps no table: the matmul path
+    matmul = jax.jit(lambda state, ids, mask: nnx.merge(graphdef, state)(ids, mask))
+    for _, ids, mask in embed.bucketed_batches(rows, 128):
+        np.testing.assert_array_equal(encode(ids, mask), matmul(state, ids, mask))
 
 
 def test_the_flag_forces_either_way_and_one_sentence_aligned_is_its_cosine(scorer):

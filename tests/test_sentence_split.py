@@ -73,3 +73,15 @@ def test_one_long_sentence_comes_back_whole():
 def test_sentences_join_back_to_the_caption():
     caption = "A man rides a horse.  Two dogs run!\nThe sky is blue? yes"
     assert " ".join(split_sentences(caption)).split() == caption.split()
+
+
+@pytest.mark.parametrize("space", ["\n", "\t", "\u00a0", "\u2009", "  ", " \n "])
+def test_any_whitespace_between_words_splits_as_a_space(space):
+    """The splitter finds a sentence's last word by the space before it; a line break or
+    another kind of space there must find the same word."""
+    caption = "Mr. Smith sat at 3.5 p.m. The dog ran. A cat sat... it was e.g. fine. Two dogs"
+    spaced = caption.replace(" ", space)
+    assert [s.split() for s in split_sentences(spaced)] == [
+        s.split() for s in split_sentences(caption)
+    ]
+    assert len(split_sentences(caption)) == 4
