@@ -25,6 +25,8 @@ import jax.numpy as jnp
 DEFAULT_EPS = 1e-8
 DEFAULT_MARGIN = 0.2
 DEFAULT_TEMPERATURE = 0.05
+# A logit that takes no share of a softmax (finite: -inf would turn a row's 0 * log p into NaN).
+NO_LOGIT = -1e9
 # The surrogate Kendall tau's sharpness; the papers tune it, 1.0 is a neutral starting point.
 DEFAULT_KENDALL_ALPHA = 1.0
 MARGIN_REDUCTIONS = ("mean", "max")
@@ -155,15 +157,28 @@ def _infonce_rows(logits: Array, positive_mask: Array) -> Array:
 
 
 def infonce_loss(
-    sim: Array, positive_mask: Array, temperature: float = DEFAULT_TEMPERATURE
+    sim: Array,
+    positive_mask: Array,
+    temperature: float = DEFAULT_TEMPERATURE,
+    hard: tuple[Array, Array] | None = None,
 ) -> Array:
     """Multi-positive InfoNCE (SupCon style), averaged over both directions.
 
     Row i costs -mean over its positives p of log softmax(sim[i] / T)[p]; rows without positives
     are left out. The same is done on columns, and the two directions are averaged.
+    ``hard`` = (similarity [B], valid [B]) adds to row i's softmax a negative of its own
+    (I2CE's word-swapped anchor), where valid.
     """
     logits = _as_f32(sim) / temperature
-    return 0.5 * (_infonce_rows(logits, positive_mask) + _infonce_rows(logits.T, positive_mask.T))
+    row_logits, row_positive = logits, positive_mask
+    if hard is not None:
+        hard_sim, valid = hard
+        extra = jnp.where(valid, _as_f32(hard_sim) / temperature, NO_LOGIT)
+        row_logits = jnp.concatenate([logits, extra[:, None]], axis=1)
+        row_positive = jnp.concatenate([positive_mask, jnp.zeros_like(valid)[:, None]], axis=1)
+    return 0.5 * (
+        _infonce_rows(row_logits, row_positive) + _infonce_rows(logits.T, positive_mask.T)
+    )
 
 
 def pair_vectors(sim: Array, positive: Array, perm: Array) -> tuple[Array, Array]:

@@ -34,5 +34,5 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # Data: COCO + Flickr8k train captions; dev AUC for early stopping, Flickr8k-Expert report.
     config = i2ce_common.run(arg)
     config.model = i2ce_common.autoencoder(arg)
-    config.loss = i2ce_common.branch(arg.loss, arg.reduction, arg.weight)
+    config.loss = i2ce_common.branch(arg.loss, arg.reduction, arg.weight, arg.contrast)
     return i2ce_common.finish(config, arg)

@@ -16,7 +16,9 @@ Karpathy val images; empty: dev images drawn from the training captions);
 tfds_data_dir (where a prepared TFDS ``coco_captions`` lives: a folder or a
 bucket path, "" for TFDS's default); buckets (data.length_buckets: length-bucketed batches);
 clusters (data.topic_clusters: batches in runs of that many captions sharing a
-content word, i.e. hard in-batch negatives; 0 off);
+content word, i.e. hard in-batch negatives; 0 off); contrast (loss.contrast: each
+anchor with one colour, number or object word swapped is a negative of its own in the
+InfoNCE branch, i2ce_jax.data.WordSwaps);
 runlocal (a few steps on little data).
 """
 
@@ -40,6 +42,7 @@ OPTIONS = dict(
     tfds_data_dir="",
     buckets=0,
     clusters=0,
+    contrast=False,
     runlocal=False,
 )
 GLOVE_PACKAGE_DIM = 50
@@ -107,7 +110,9 @@ def autoencoder(arg: ml_collections.ConfigDict) -> dict:
     )
 
 
-def branch(name: str, reduction: str = "mean", weight: float = -1.0) -> ml_collections.ConfigDict:
+def branch(
+    name: str, reduction: str = "mean", weight: float = -1.0, contrast: bool = False
+) -> ml_collections.ConfigDict:
     """λ1 (recon_weight), λ2 (weight; default 10, 0 for "none") and each branch's pairing.
 
     "none" is reconstruction only (one branch); "margin" compares each caption with
@@ -124,5 +129,6 @@ def branch(name: str, reduction: str = "mean", weight: float = -1.0) -> ml_colle
             reduction=reduction,
             temperature=0.05,
             alpha=1.0,
+            contrast=contrast,  # a word-swapped anchor as each row's own negative (infonce)
         )
     )

@@ -6,6 +6,7 @@ semantic branches' positive); i2ce_jax.train declares the model that learns from
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import ml_collections
@@ -15,6 +16,7 @@ from capsim import text
 from capsim.data import corpus as corpus_lib
 from capsim.data.pipeline import Batches
 from capsim.data.records import CaptionRecord
+from capsim.eval.long_caption_pairs import COLOURS, NUMBERS, OBJECTS
 
 
 def load_corpora(
@@ -31,8 +33,55 @@ def load_corpora(
     return train, dev, corpus_lib.generated_world(config.data)
 
 
-def make_batch_fn(corpus: corpus_lib.EncodedCorpus):
-    """Anchor captions plus a different caption of the same image each.
+@dataclasses.dataclass(frozen=True)
+class WordSwaps:
+    """Which word ids a contrast negative may swap, and for what: a colour for another
+    colour, a number word for another number, a COCO category's noun for another
+    category's (the word lists of capsim.eval.long_caption_pairs, one-token words only).
+
+    ``kind[id]`` is 0 (colour), 1 (number), 2 (object) or -1 (not swapped); ``category[id]``
+    tells objects' categories apart; ``pools[kind]`` lists that kind's ids.
+    """
+
+    kind: np.ndarray
+    category: np.ndarray
+    pools: tuple[np.ndarray, ...]
+
+    @classmethod
+    def of(cls, vocab: text.Vocab) -> WordSwaps:
+        kind = np.full(len(vocab), -1, np.int64)
+        category = np.full(len(vocab), -1, np.int64)
+        objects = {w: c for c, (_, words) in enumerate(OBJECTS.items()) for w in words}
+        lists = (COLOURS, NUMBERS, tuple(objects))
+        pools = []
+        for k, words in enumerate(lists):
+            ids = [vocab.stoi[w] for w in words if " " not in w and w in vocab.stoi]
+            kind[ids] = k
+            category[ids] = [objects.get(vocab.itos[i], i) for i in ids]
+            pools.append(np.array(ids, np.int64))
+        return cls(kind, category, tuple(pools))
+
+    def contrast(self, ids: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """A copy of ``ids`` [B, L] with one swappable word of each row swapped; a row with
+        none comes back unchanged (``swapped`` tells them apart)."""
+        out = ids.copy()
+        for row in range(len(ids)):
+            where = np.flatnonzero(self.kind[ids[row]] >= 0)
+            if where.size == 0:
+                continue
+            at = where[rng.integers(where.size)]
+            word = ids[row, at]
+            pool = self.pools[self.kind[word]]
+            options = pool[self.category[pool] != self.category[word]]
+            if options.size:
+                out[row, at] = options[rng.integers(options.size)]
+        return out
+
+
+def make_batch_fn(corpus: corpus_lib.EncodedCorpus, swaps: WordSwaps | None = None):
+    """Anchor captions plus a different caption of the same image each; with ``swaps``,
+    also each anchor with one word swapped (``contrast_ids``/``contrast_mask``, the mask
+    empty where no word could be swapped): a negative of its own (``config.loss.contrast``).
 
     A caption whose image has no other (a Conceptual Captions row, say) is paired with
     itself, and its ``group`` is written as ``-1 - image``: it serves reconstruction and
@@ -54,13 +103,20 @@ def make_batch_fn(corpus: corpus_lib.EncodedCorpus):
         similar = corpus.other_captions(rows, draws)
         similar_ids, similar_mask = corpus.tokens(similar, width)
         image = corpus.image_index[rows]
-        return {
+        batch = {
             "anchor_ids": anchor_ids,
             "anchor_mask": anchor_mask,
             "similar_ids": similar_ids,
             "similar_mask": similar_mask,
             "group": np.where(similar != rows, image, -1 - image).astype(image.dtype),
         }
+        if swaps is not None:  # the draws seed the swaps: a resumed run makes the same
+            rng = np.random.default_rng(np.frombuffer(np.asarray(draws).tobytes(), np.uint32))
+            contrast = swaps.contrast(anchor_ids, rng)
+            swapped = np.any(contrast != anchor_ids, axis=1)
+            batch["contrast_ids"] = contrast
+            batch["contrast_mask"] = anchor_mask & swapped[:, None]
+        return batch
 
     return make_batch
 
@@ -108,12 +164,16 @@ def encoded_corpora(
     return vocab, train, dev, world
 
 
-def training_batches(config: ml_collections.ConfigDict, train: corpus_lib.EncodedCorpus) -> Batches:
+def training_batches(
+    config: ml_collections.ConfigDict, train: corpus_lib.EncodedCorpus, vocab: text.Vocab
+) -> Batches:
     """The training batches: length-bucketed with ``data.length_buckets``, in runs of
-    captions sharing a content word (hard negatives) with ``data.topic_clusters``."""
+    captions sharing a content word (hard negatives) with ``data.topic_clusters``, with
+    word-swapped anchors when ``loss.contrast`` is on."""
+    swaps = WordSwaps.of(vocab) if config.loss.get("contrast", False) else None
     return Batches(
         len(train),
-        make_batch_fn(train),
+        make_batch_fn(train, swaps),
         length_buckets=train.length_buckets(
             config.data.get("length_buckets", 0), with_other_captions=True
         ),

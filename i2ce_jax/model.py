@@ -177,6 +177,12 @@ def make_loss_fn(config: ml_collections.ConfigDict, single_captions: bool = Fals
     semantic = None if name == "none" else losses.get_loss(name)
     hparams = {} if name == "none" else {k: config.loss[k] for k in losses.loss_hparam_names(name)}
     pairing = config.loss.pairing
+    contrast = config.loss.get("contrast", False)
+    if contrast and (name != "infonce" or pairing != "similar"):
+        raise ValueError(
+            "config.loss.contrast (a word-swapped anchor as each row's own negative) needs "
+            f"the infonce branch with the similar pairing, got {name!r} with {pairing!r}"
+        )
 
     def loss_fn(model: I2CEAutoencoder, batch: Mapping[str, jax.Array], key: jax.Array):
         anchor = model.encode(batch["anchor_ids"], batch["anchor_mask"])
@@ -191,7 +197,15 @@ def make_loss_fn(config: ml_collections.ConfigDict, single_captions: bool = Fals
             sim = losses.cosine_similarity_matrix(anchor, other)
             positive = semantic_positives(batch, pairing, single_captions)
             perm = jax.random.permutation(key, positive.shape[0])
-            semantic_loss = semantic(sim, positive, perm, **hparams)
+            if contrast:
+                swapped = model.encode(batch["contrast_ids"], batch["contrast_mask"])
+                hard_sim = jnp.diagonal(losses.cosine_similarity_matrix(anchor, swapped))
+                valid = jnp.any(batch["contrast_mask"], axis=1)
+                semantic_loss = losses.infonce_loss(
+                    sim, positive, hparams["temperature"], (hard_sim, valid)
+                )
+            else:
+                semantic_loss = semantic(sim, positive, perm, **hparams)
             metrics["semantic"] = semantic_loss
             total = total + semantic_weight * semantic_loss
         return total, metrics

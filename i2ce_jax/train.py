@@ -50,7 +50,7 @@ def declare(config: ml_collections.ConfigDict, workdir: Path) -> Task:
         subject_of=subject_of,
         model=build_model(config, len(vocab), embedding_init),
         loss_fn=make_loss_fn(config, single_captions=single_caption_images(train) > 0),
-        batches=training_batches(config, train),
+        batches=training_batches(config, train, vocab),
     )
 
 

@@ -192,6 +192,26 @@ def test_infonce_skips_rows_without_positives():
     np.testing.assert_allclose(got, expected, atol=TOL)
 
 
+def test_infonce_with_a_hard_negative_per_row_matches_numpy():
+    """Row i's softmax gains its own negative (I2CE's word-swapped anchor) where valid; the
+    column direction is unchanged."""
+    hard = np.array([0.9, -0.2, 0.4, 0.1], np.float32)
+    valid = np.array([True, False, True, True])
+    t = 0.1
+    logits = SIM.astype(np.float64) / t
+    extra = np.where(valid, hard / t, -np.inf)[:, None]
+    row_positive = np.concatenate([POSITIVE, np.zeros((4, 1), bool)], axis=1)
+    rows = np_infonce_rows(np.concatenate([logits, extra], axis=1), row_positive)
+    expected = 0.5 * (rows + np_infonce_rows(logits.T, POSITIVE.T))
+    got = losses.infonce_loss(SIM, POSITIVE, t, (hard, valid))
+    np.testing.assert_allclose(got, expected, atol=TOL)
+    assert got > losses.infonce_loss(SIM, POSITIVE, t)  # a negative more costs more
+    none_valid = losses.infonce_loss(SIM, POSITIVE, t, (hard, np.zeros(4, bool)))
+    np.testing.assert_allclose(none_valid, losses.infonce_loss(SIM, POSITIVE, t), atol=TOL)
+    grad = jax.grad(lambda h: losses.infonce_loss(SIM, POSITIVE, t, (h, valid)))(hard)
+    assert np.all(np.isfinite(grad)) and grad[1] == 0 and np.all(grad[valid] > 0)
+
+
 def test_pair_vectors_label_a_permuted_same_image_pair_positive():
     x, y = losses.pair_vectors(SIM, POSITIVE, PERM)
     expected_x, expected_y = np_pairs(SIM, POSITIVE, PERM)

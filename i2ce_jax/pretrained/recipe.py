@@ -63,5 +63,5 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     arg = common.parse_arg(arg, **{**i2ce_common.OPTIONS, **MODELS[name], "model": name})
     config = i2ce_common.run(arg)
     config.model = i2ce_common.autoencoder(arg)
-    config.loss = i2ce_common.branch(arg.loss, arg.reduction, arg.weight)
+    config.loss = i2ce_common.branch(arg.loss, arg.reduction, arg.weight, arg.contrast)
     return i2ce_common.finish(config, arg)
