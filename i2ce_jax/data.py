@@ -165,12 +165,18 @@ def encoded_corpora(
 
 
 def training_batches(
-    config: ml_collections.ConfigDict, train: corpus_lib.EncodedCorpus, vocab: text.Vocab
+    config: ml_collections.ConfigDict,
+    train: corpus_lib.EncodedCorpus,
+    vocab: text.Vocab | None = None,
 ) -> Batches:
     """The training batches: length-bucketed with ``data.length_buckets``, in runs of
     captions sharing a content word (hard negatives) with ``data.topic_clusters``, with
-    word-swapped anchors when ``loss.contrast`` is on."""
-    swaps = WordSwaps.of(vocab) if config.loss.get("contrast", False) else None
+    word-swapped anchors when ``loss.contrast`` is on (which needs the ``vocab``)."""
+    swaps = None
+    if config.get("loss", {}).get("contrast", False):
+        if vocab is None:
+            raise ValueError("config.loss.contrast swaps words: training_batches needs the vocab")
+        swaps = WordSwaps.of(vocab)
     return Batches(
         len(train),
         make_batch_fn(train, swaps),

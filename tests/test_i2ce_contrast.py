@@ -96,3 +96,12 @@ def test_contrast_needs_the_infonce_branch(loss):
     config = get_config(f"runlocal,loss={loss},contrast=True")
     with pytest.raises(ValueError, match=r"contrast.*needs the infonce branch"):
         i2ce_model.make_loss_fn(config)
+
+
+def test_contrast_batches_need_the_vocabulary():
+    from i2ce_jax.data import training_batches
+
+    config = get_config("runlocal,contrast=True")
+    with pytest.raises(ValueError, match="needs the vocab"):
+        training_batches(config, _corpus())
+    assert training_batches(config, _corpus(), VOCAB).make_batch is not None
