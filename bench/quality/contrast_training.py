@@ -37,7 +37,7 @@ import json
 import tempfile
 
 from bench.harness import SHARED_DATA, load_average, record_results
-from bench.quality.long_captions import metaeval_args, report_table
+from bench.quality.pair_reports import metaeval_args, report_table
 from capsim import metaeval
 from capsim.eval import long_caption_pairs
 from capsim.tables import format_cells

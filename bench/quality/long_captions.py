@@ -40,6 +40,7 @@ import tempfile
 import numpy as np
 
 from bench.harness import SHARED_DATA, load_average, record_results
+from bench.quality.pair_reports import metaeval_args, report_table
 from bench.quality.swap_pairs import write_long_pairs
 from capsim import metaeval
 from capsim.data.judgment_files import read_caption_pairs
@@ -115,12 +116,6 @@ def sweep_table(rows: list[dict]) -> str:
     return format_cells(header, cells)
 
 
-def metaeval_args(judgments: str, out: Path, bootstrap: int, metrics: str | None) -> object:
-    argv = ["--judgments", judgments, "--bootstrap", str(bootstrap), "--seed", "0"]
-    argv += ["--out", str(out)] + (["--metrics", metrics] if metrics else [])
-    return metaeval.parser().parse_args(argv)
-
-
 def i2ce_columns(models: tuple[str, ...], ways: tuple[str, ...]) -> dict:
     """``metaeval.run``'s scorers: I2CE of each model, each way (auto: the default)."""
     return {
@@ -163,24 +158,6 @@ def expert(out_dir: Path) -> dict:
         "max_abs_change_whole_way": float(np.abs(auto.scores - whole.scores)[~moved].max()),
         "bit_for_bit_whole_way": bool((auto.scores == whole.scores)[~moved].all()),
     }
-
-
-def report_table(result: dict) -> str:
-    entry = next(iter(result["sets"].values()))
-    clusters = entry.get("clusters", {}).get("perm_both", {})
-    categories = sorted({k for m in entry["metrics"].values() for k in m} - {"accuracy"})
-    header = ["metric", "cluster", "accuracy [95%]", *categories]
-    ranked = sorted(entry["metrics"], key=lambda m: -entry["metrics"][m]["accuracy"]["value"])
-    cells = []
-    for metric in ranked:
-        values = entry["metrics"][metric]
-        cell = values["accuracy"]
-        cells.append(
-            [metric, str(clusters.get(metric, "-")),
-             f"{cell['value']:.2f} [{cell['ci_low']:.2f}, {cell['ci_high']:.2f}]",
-             *(f"{values[c]['value']:.2f}" for c in categories)]
-        )  # fmt: skip
-    return format_cells(header, cells)
 
 
 def _value(cell: float | dict) -> float:
