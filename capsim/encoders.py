@@ -161,6 +161,9 @@ class BowEncoder(nnx.Module):
 
 
 RNN_POOLINGS = ("last", "mean")
+# Entries of one inference input table (RNNEncoder.tabulate_inputs) at most: 128 MiB in
+# float32, e.g. 40,000 words for a GRU of 256 units; a larger one keeps the matmul.
+MAX_INPUT_TABLE = 1 << 25
 
 
 class RNNEncoder(nnx.Module):
@@ -217,9 +220,12 @@ class RNNEncoder(nnx.Module):
 
     def tabulate_inputs(self) -> bool:
         """Stores each GRU cell's input projection of every word, from the current weights, and
-        says whether it did (an LSTM is left as it is). The same rows as the matmul, bit for
-        bit on the packaged models (tests/test_encoders.py); ``untabulate_inputs`` drops them."""
+        says whether it did (an LSTM, or a table over MAX_INPUT_TABLE entries, keeps the
+        matmul). The same rows as the matmul, bit for bit on the packaged I2CE encoders
+        (tests/test_long_captions.py); ``untabulate_inputs`` drops them."""
         if not isinstance(self.cell, nnx.GRUCell):
+            return False
+        if self.embed.num_embeddings * self.cell.dense_i.out_features > MAX_INPUT_TABLE:
             return False
         words = self.embed(jnp.arange(self.embed.num_embeddings))
         self.input_table = nnx.Cache(self.cell.dense_i(words))

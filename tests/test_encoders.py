@@ -150,6 +150,14 @@ def test_gru_input_tables_give_the_same_vectors_and_stay_off_the_model(bidirecti
     assert np.abs(grads["cell"]["dense_i"]["kernel"][...]).sum() > 0
 
 
+def test_a_vocabulary_too_large_for_a_table_keeps_the_matmul(monkeypatch):
+    model = encoders.RNNEncoder(20, 6, 8, rngs=nnx.Rngs(0))
+    monkeypatch.setattr(encoders, "MAX_INPUT_TABLE", 20 * 24 - 1)
+    assert not model.tabulate_inputs() and model.input_table is None
+    monkeypatch.setattr(encoders, "MAX_INPUT_TABLE", 20 * 24)
+    assert model.tabulate_inputs()
+
+
 def test_an_lstm_keeps_its_input_matmul():
     model = build("lstm")
     assert not model.tabulate_inputs() and model.input_table is None

@@ -25,8 +25,8 @@ from capsim.metrics.tokenizer_tables import ABBREVIATIONS, BEFORE_NUMBERS, SENTE
 
 _CLOSING = "\"'\u2019\u201d)\\]}"
 # The end of a word in a sentence mark (and closing quotes or brackets), with the next word.
-# Found by its mark, then the word by its last space: a regex that starts at each word and
-# backtracks through it took 3x as long, a tenth of scoring a paragraph.
+# Found by its mark, then the word by its last space: a regex that started at each word and
+# backtracked through it took a third longer (0.12 s against 0.09 s on 1,000 paragraphs).
 _CANDIDATE_END = re.compile(f"[.!?\u2026][{_CLOSING}]*(?=\\s+(\\S+))")
 _WORD = re.compile(r"\S+")
 _CLOSERS = frozenset(["''", "'", "-rrb-", "-rsb-", "-rcb-"])
