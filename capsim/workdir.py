@@ -59,14 +59,20 @@ def load_config(workdir: str | Path) -> ml_collections.ConfigDict:
 
 
 def upgraded(config: dict) -> dict:
-    """A saved config dict in today's keys. Runs from before the shapes world became a
-    caption source (capsim.data.sources.SOURCES) chose it with ``data.source``; that key
-    is folded into ``data.sources``, so their workdirs load and resume as they were."""
+    """A saved config dict in today's keys, so older workdirs load and resume as they were.
+
+    Runs from before the shapes world became a caption source (capsim.data.sources.SOURCES)
+    chose it with ``data.source``; that key is folded into ``data.sources``. Runs from
+    before ``data.seed`` drew their held-out images with ``config.seed``; that becomes
+    their ``data.seed``.
+    """
     data = config.get("data")
-    if not isinstance(data, dict) or "source" not in data:
+    if not isinstance(data, dict):
         return config
     data = dict(data)
-    if data.pop("source") == "shapes_world":
+    if "dev_images" in data and "seed" not in data:
+        data["seed"] = config.get("seed", 0)
+    if data.pop("source", None) == "shapes_world":
         data["sources"] = ["shapes_world"]
     return {**config, "data": data}
 

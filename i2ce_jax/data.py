@@ -27,9 +27,10 @@ def load_corpora(
     The named ``data.sources`` give one dev split per ``data.dev_sets`` entry
     (``dev_coco``, ``dev_flickr``); without dev sets, ``dev`` is ``data.dev_images``
     images of the training captions, or the shapes world's own ``val`` split
-    (capsim.data.corpus.load_sources).
+    (capsim.data.corpus.load_sources). The draws follow ``data.seed``, never the
+    training's ``config.seed``: a second training seed holds out the first one's images.
     """
-    train, dev = corpus_lib.load_sources(config.data, config.seed)
+    train, dev = corpus_lib.load_sources(config.data)
     return train, dev, corpus_lib.generated_world(config.data)
 
 

@@ -75,13 +75,16 @@ def make_data_dir(root: Path) -> Path:
     return root
 
 
-def data_config(root: Path, names: str, dev_sets: str = "coco+flickr") -> ml_collections.ConfigDict:
+def data_config(
+    root: Path, names: str, dev_sets: str = "coco+flickr", seed: int = 0
+) -> ml_collections.ConfigDict:
     return ml_collections.ConfigDict(
         dict(
             data_dir=str(root),
             sources=tuple(names.split("+")),
             dev_sets=tuple(filter(None, dev_sets.split("+"))),
             dev_images=2,
+            seed=seed,
         )
     )
 
@@ -115,7 +118,7 @@ def test_a_flickr30k_folder_with_a_flickr8k_test_photo_is_refused_by_training(tm
     with pytest.raises(
         DataFormatError, match=rf"train_images\.txt:6: image '{FLICKR8K_TEST_PHOTO}\.jpg'"
     ):
-        corpus.load_sources(data_config(root, "coco+flickr30k"), seed=0)
+        corpus.load_sources(data_config(root, "coco+flickr30k"))
     with pytest.raises(DataFormatError, match="Flickr8k test image"):
         sources.read_source("flickr30k", root)  # the reader refuses it without Flickr8k's files
     from configs import i2ce_coco_nce
@@ -134,7 +137,7 @@ def test_a_flickr30k_caption_of_a_flickr8k_test_image_is_refused(tmp_path):
         {"5000000001.jpg": ["Judged caption 3!", "b", "c", "d", "e"]},
     )
     with pytest.raises(DataFormatError, match=r"train\.1\.en.*'5000000001\.jpg'.*Flickr8k test"):
-        corpus.load_sources(data_config(root, "flickr30k", dev_sets="coco"), seed=0)
+        corpus.load_sources(data_config(root, "flickr30k", dev_sets="coco"))
 
 
 KARPATHY_TEST_IMAGE = (
@@ -174,7 +177,7 @@ def test_karpathy_test_split_is_refused_naming_an_image(tmp_path):
     with pytest.raises(
         DataFormatError, match=rf"{path}.*'test' \(e\.g\. image {KARPATHY_TEST_IMAGE}\)"
     ):
-        corpus.load_sources(config, seed=0)
+        corpus.load_sources(config)
     config.karpathy_splits = ("train", "restval")
     assert [r.image_id for r in corpus.read_sources(config)[0]] == ["1"]
 
@@ -191,11 +194,11 @@ def test_karpathy_test_images_are_dropped_from_training_by_default(tmp_path, cap
     (root / "extra_captions" / "coco" / "judged.txt").write_text(f"{test_image} a judged line.\n")
     config = data_config(root, "coco+coco_lines", dev_sets="")
     with caplog.at_level("WARNING"):
-        train, _ = corpus.load_sources(config, seed=0)
+        train, _ = corpus.load_sources(config)
     assert str(test_image) not in {r.image_id for r in train}
     assert "dropped 3 training captions of 1 Karpathy COCO test images" in caplog.text
     config.keep_karpathy_test = True
-    kept, _ = corpus.load_sources(config, seed=0)
+    kept, _ = corpus.load_sources(config)
     assert len([r for r in kept if r.image_id == str(test_image)]) == 3
     assert len(kept) == len(train) + 3
 
@@ -319,9 +322,7 @@ def test_coco_lines_with_and_without_ids(tmp_path):
 
 def test_overlapping_sources_are_trained_on_once(tmp_path):
     root = make_data_dir(tmp_path)
-    train, dev = corpus.load_sources(
-        data_config(root, "coco+flickr8k+flickr30k+cc3m+coco_lines"), seed=0
-    )
+    train, dev = corpus.load_sources(data_config(root, "coco+flickr8k+flickr30k+cc3m+coco_lines"))
     texts = [sources.normalize(r.text) for r in train]
     assert len(texts) == len(set(texts))  # every caption once
     # Flickr8k's photo 2000000001 is Flickr30k's 2000000001.jpg: one image, its five captions
@@ -341,9 +342,9 @@ def test_overlapping_sources_are_trained_on_once(tmp_path):
 
 def test_dev_splits_do_not_depend_on_the_mixture_and_stay_out_of_training(tmp_path):
     root = make_data_dir(tmp_path)
-    small_train, small_dev = corpus.load_sources(data_config(root, "coco"), seed=3)
+    small_train, small_dev = corpus.load_sources(data_config(root, "coco", seed=3))
     big_train, big_dev = corpus.load_sources(
-        data_config(root, "coco+flickr30k+cc3m+coco_lines"), seed=3
+        data_config(root, "coco+flickr30k+cc3m+coco_lines", seed=3)
     )
     assert small_dev == big_dev
     held = {r.image_id for records in big_dev.values() for r in records}
@@ -468,7 +469,7 @@ def test_all_splits_sources_add_every_split_but_the_judged_and_held_out_ones(tmp
     write_multi30k(
         root / "extra_captions" / "flickr30k", "test_2016", {"6000000001.jpg": five("test 2016")}
     )
-    train, dev = corpus.load_sources(data_config(root, "flickr8k_all+flickr30k_all"), seed=0)
+    train, dev = corpus.load_sources(data_config(root, "flickr8k_all+flickr30k_all"))
     images = {r.image_id for r in train}
     assert {"flickr/2000000001", "flickr/2000000002", "flickr/6000000001"} <= images
     assert f"flickr/{FLICKR8K_TEST_PHOTO}" not in images  # judged by Flickr8k-Expert
@@ -481,7 +482,7 @@ def test_the_shapes_world_is_a_source_with_its_own_splits():
     )
     world = corpus.generated_world(data)
     assert world is corpus.generated_world(data)  # built once, read by captions and evaluators
-    train, dev = corpus.load_sources(data, seed=0)
+    train, dev = corpus.load_sources(data)
     assert {r.split for r in train} == {"train"} and set(dev) == {"dev"}
     assert {r.split for r in dev["dev"]} == {"val"}
     assert len(train) + len(dev["dev"]) < len(world.captions)  # its test split stays out

@@ -162,10 +162,11 @@ def test_karpathy_test_images_of_any_split_are_dropped_and_counted(tfds_dir, tmp
             dev_images=10,
             tfds_data_dir=str(tfds_dir),
             karpathy_splits=("train", "restval"),
+            seed=0,
         )
     )
     with caplog.at_level("WARNING"):
-        train, dev = corpus.load_sources(data, seed=0)
+        train, dev = corpus.load_sources(data)
     assert str(KARPATHY_TEST_IMAGE) not in {r.image_id for r in train}
     assert "dropped 5 training captions of 1 Karpathy COCO test images" in caplog.text
     dev_images = {r.image_id for r in dev["dev_coco_tfds"]}

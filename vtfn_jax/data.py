@@ -1,7 +1,7 @@
 """VTFN's data: captions with frozen image features, split by image.
 
-Images are split three ways: train (the model sees their captions and
-features), dev (early stopping) and test (same/different-image pairs and
+Images are split three ways, drawn by ``data.seed``: train (the model sees their
+captions and features), dev (early stopping) and test (same/different-image pairs and
 retrieval). Captions come from the shapes world (its own splits and features)
 or from the named caption sources both papers share (``data.sources``,
 capsim.data.sources.SOURCES) plus a feature store keyed by the same photo keys:
@@ -89,8 +89,9 @@ def _split_records(config: ml_collections.ConfigDict):
         store.source,
         report,
     )
-    rest, test = corpus_lib.hold_out_images(kept, data.test_images, config.seed)
-    train, dev = corpus_lib.hold_out_images(rest, data.dev_images, config.seed + 1)
+    # data.seed, not the training's config.seed: every training seed tests on the same images
+    rest, test = corpus_lib.hold_out_images(kept, data.test_images, data.seed)
+    train, dev = corpus_lib.hold_out_images(rest, data.dev_images, data.seed + 1)
     train = corpus_lib.without_karpathy_test(train, data)
     return {"train": train, "dev": dev, "test": test}, store, None
 

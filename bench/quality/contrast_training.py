@@ -12,8 +12,10 @@ development pairs and on the short-caption set.
 For each run, beside the packaged ``base`` (8 epochs, no contrast) and CIDEr:
 
 1. the development pairs of each ``--seeds`` (capsim.eval.long_caption_pairs, held-out
-   dev images only): ``capsim.metaeval`` accuracy with its 95% interval over documents,
-   per corruption category, PERM-BOTH clusters; I2CE by sentences (``auto``) and whole;
+   dev images only: every run's ``data.seed`` is the packaged base's, whatever its
+   training ``config.seed``): ``capsim.metaeval`` accuracy with its 95% interval over
+   documents, per corruption category, PERM-BOTH clusters; I2CE by sentences (``auto``)
+   and whole;
 2. short captions: Flickr8k-Expert τc (a check, never selected on) and the run's best dev
    same-image AUC (held-out training-domain captions: what selection reads).
 
@@ -39,8 +41,10 @@ import tempfile
 from bench.harness import SHARED_DATA, load_average, record_results
 from bench.quality.pair_reports import metaeval_args, report_table
 from capsim import metaeval
+from capsim.config_lib import DATA_SEED
 from capsim.eval import long_caption_pairs
 from capsim.tables import format_cells
+from capsim.workdir import load_config
 from i2ce_jax import pretrained
 from i2ce_jax.scorer import WHOLE, I2CEScorer
 
@@ -112,6 +116,8 @@ def main() -> None:
         name, _, workdir = spec.partition("=")
         if not (Path(workdir) / "results.json").is_file():
             parser.error(f"--run {spec}: no results.json in {workdir} (train it first)")
+        if load_config(workdir).data.seed != DATA_SEED:  # the pairs' images must be held out
+            parser.error(f"--run {spec}: data.seed is not the packaged base's ({DATA_SEED})")
         runs[name] = Path(workdir)
     found: dict = {"load_before": load_average(), "runs": {k: str(v) for k, v in runs.items()}}
     texts = []

@@ -13,6 +13,7 @@ import ml_collections
 import numpy as np
 
 from bench.harness import record_results
+from capsim.config_lib import DATA_SEED
 from capsim.data import corpus as corpus_lib
 from capsim.eval.retrieval import retrieval_metrics
 from capsim.tables import format_table
@@ -23,12 +24,19 @@ DEV_SETS = ("coco", "flickr")
 NO_CAPTION = -2.0  # below any cosine: the score of an image whose only caption is the query
 
 
-def dev_splits(data_dir: Path, seed: int = 0, dev_images: int = 500) -> dict[str, list]:
-    """The dev captions of the I2CE ``sources`` runs (the same for any mixture and seed 0)."""
+def dev_splits(data_dir: Path, seed: int = DATA_SEED, dev_images: int = 500) -> dict[str, list]:
+    """The dev captions of the I2CE ``sources`` runs (the same for any mixture and training
+    seed; ``seed`` is their ``data.seed``)."""
     data = ml_collections.ConfigDict(
-        dict(data_dir=str(data_dir), sources=("coco",), dev_sets=DEV_SETS, dev_images=dev_images)
+        dict(
+            data_dir=str(data_dir),
+            sources=("coco",),
+            dev_sets=DEV_SETS,
+            dev_images=dev_images,
+            seed=seed,
+        )
     )
-    return corpus_lib.load_sources(data, seed)[1]
+    return corpus_lib.load_sources(data)[1]
 
 
 def nearest_caption_retrieval(vectors: np.ndarray, image_index: np.ndarray) -> dict[str, float]:

@@ -73,7 +73,7 @@ def read_sources(
 
 
 def load_sources(
-    data: ml_collections.ConfigDict, seed: int
+    data: ml_collections.ConfigDict,
 ) -> tuple[list[CaptionRecord], dict[str, list[CaptionRecord]]]:
     """Training captions of the named ``data.sources`` and the held-out dev splits.
 
@@ -81,8 +81,9 @@ def load_sources(
     the same for any mixture, so runs on different mixtures compare on the same
     held-out captions; every image of a dev set is left out of training, whichever
     source brings it. Without dev sets, ``dev`` is ``data.dev_images`` images drawn
-    from the training captions. A generated world gives its own ``train`` and, as
-    ``dev``, its ``val`` split.
+    from the training captions. Both draws are seeded by ``data.seed``, not the
+    training's ``config.seed``, so runs of other training seeds hold out the same
+    images. A generated world gives its own ``train`` and, as ``dev``, its ``val`` split.
     """
     world = generated_world(data)
     if world is not None:
@@ -97,12 +98,12 @@ def load_sources(
     for name in dev_sets:
         records, drawn = sources.dev_records(name, root, source_options(data))
         dev[f"dev_{name}"] = (
-            hold_out_images(records, data.dev_images, seed)[1] if drawn else records
+            hold_out_images(records, data.dev_images, data.seed)[1] if drawn else records
         )
     held = {r.image_id for records in dev.values() for r in records}
     train = [r for r in merged if r.image_id not in held]
     if not dev_sets:
-        train, dev["dev"] = hold_out_images(train, data.dev_images, seed)
+        train, dev["dev"] = hold_out_images(train, data.dev_images, data.seed)
     train = without_karpathy_test(train, data)
     logging.info(
         "sources %s: %d captions read, %d once each, %d trained on (%d images); dev %s",

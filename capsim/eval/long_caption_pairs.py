@@ -1,18 +1,19 @@
 """Generated long-caption pairs for developing a metric on paragraphs (issue 60).
 
     python -m capsim.eval.long_caption_pairs --data_dir ../shared/data --out long_pairs.jsonl
-        [--seed 0] [--min_images 4] [--max_images 16]
+        [--seed 0] [--data_seed 0] [--min_images 4] [--max_images 16]
 
 Judged by ``python -m capsim.metaeval --judgments pairs:long_pairs.jsonl`` (or
 ``i2ce_jax.evaluate``). No published long-caption judgment set is used: the pairs are
 built from held-out captions the project already reads, by rule, with a seed.
 
 **Images.** Only the held-out dev images of the packaged I2CE models: the 500 COCO
-val2017 images of the ``coco`` dev set (``data.dev_images=500``, seed 0, the draw of
-capsim.data.corpus) and Flickr30k's val split (the ``flickr`` dev set), each with five
-captions. No model was trained on them, none is a Flickr8k test image (the Flickr30k
-reader refuses those) and none is in the Karpathy COCO test split that THumB judges, so
-tuning on them leaks nothing into the judgment sets.
+val2017 images of the ``coco`` dev set (``data.dev_images=500``, ``data.seed=0``, the
+draw of capsim.data.corpus; ``--data_seed`` for runs trained with another) and
+Flickr30k's val split (the ``flickr`` dev set), each with five captions. No model was
+trained on them, none is a Flickr8k test image (the Flickr30k reader refuses those) and
+none is in the Karpathy COCO test split that THumB judges, so tuning on them leaks
+nothing into the judgment sets.
 
 **A document** is a few images of one source (``--min_images`` to ``--max_images``,
 drawn per document) treated as the regions of one detailed description. Each image's
@@ -45,6 +46,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+
+from capsim.config_lib import DATA_SEED
 
 # An object noun per COCO category (its name, or a common word for it); a swap takes a
 # noun of another category.
@@ -189,16 +192,20 @@ def corrupt(
     return [*sentences[:slot], changed, *sentences[slot + 1 :]]
 
 
-def dev_images(data_dir: str | Path) -> dict[str, list[list[str]]]:
-    """Per source, the captions (five each) of every held-out dev image, in image order."""
+def dev_images(data_dir: str | Path, data_seed: int = DATA_SEED) -> dict[str, list[list[str]]]:
+    """Per source, the captions (five each) of every held-out dev image, in image order.
+
+    ``data_seed`` is the runs' ``config.data.seed`` (the draw of their held-out images,
+    the same for every training seed); the default is the packaged models'.
+    """
     from capsim.data import sources
     from capsim.data.corpus import hold_out_images
 
     # The packaged models' dev draw (i2ce_jax/pretrained/*/encoder.json: dev_images 500,
-    # seed 0, dev_sets coco and flickr).
+    # data.seed 0, dev_sets coco and flickr).
     coco, _ = sources.dev_records("coco", data_dir)
     drawn = {
-        "coco": hold_out_images(coco, 500, 0)[1],
+        "coco": hold_out_images(coco, 500, data_seed)[1],
         "flickr30k": sources.dev_records("flickr", data_dir)[0],
     }
     out = {}
@@ -286,11 +293,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data_dir", required=True, help="the ../shared/data layout")
     parser.add_argument("--out", required=True, help="the pairs file to write (JSON lines)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="the pairs' draw")
+    parser.add_argument(
+        "--data_seed", type=int, default=DATA_SEED, help="the runs' config.data.seed"
+    )
     parser.add_argument("--min_images", type=int, default=4)
     parser.add_argument("--max_images", type=int, default=16)
     args = parser.parse_args(argv)
-    rows = generate(dev_images(args.data_dir), args.seed, args.min_images, args.max_images)
+    images = dev_images(args.data_dir, args.data_seed)
+    rows = generate(images, args.seed, args.min_images, args.max_images)
     write_pairs(rows, args.out)
     words = [len(r["better"].split()) for r in rows]
     counts = {c: sum(r["category"] == c for r in rows) for c in CATEGORIES}

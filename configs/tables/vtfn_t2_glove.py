@@ -8,8 +8,8 @@ The GloVe rows are configs/baseline_glove_r.py and baseline_glove_nr.py on the t
 data (vtfn_jax.config_lib.baseline_row): the average of GloVe vectors, R keeping the
 training captions' words only. GloVe here is the offline glove.6B.50d package (6B tokens
 of Wikipedia and Gigaword, 50-d), not the paper's 840B-token Common Crawl vectors. Its
-vectors have no seed; its rows still take the seeds, whose held-out images (COCO-Test's)
-and, for R, training vocabulary differ. The paper's other rows (M-Skip-Gram, PP-XXL, the best
+vectors have no seed, and the held-out images (COCO-Test's) are ``data.seed``'s, the same
+in every seed; its rows still take the seeds (paired with VTFN-BOW's). The paper's other rows (M-Skip-Gram, PP-XXL, the best
 SemEval systems) have no offline source and are left out. The paper calls VTFN
 "competitive" with these larger-corpus vectors, "particularly in domains where the
 vocabulary is closely tied to visual concepts": judged here as VTFN-BOW beating GloVe on

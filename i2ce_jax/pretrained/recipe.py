@@ -32,7 +32,8 @@ PERMISSIVE = "coco+coco_lines+coco_extra"  # + cc3m was lower on both dev splits
 # 98.83 without it (4 epochs) against 98.54 with it (2 epochs).
 RESEARCH = "coco+flickr8k+flickr30k+coco_lines+coco_extra"
 # Every model: InfoNCE, GloVe 50-d word vectors, Adam 5e-4, batch 128,
-# length-bucketed batches, dev AUC every 200 steps.
+# length-bucketed batches, dev AUC every 200 steps; training seed config.seed=0 and
+# data seed config.data.seed=0 (capsim.config_lib: the held-out dev images' draw).
 _SHARED = dict(
     loss="infonce",
     glove="package",
