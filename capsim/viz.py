@@ -9,6 +9,8 @@ returns the matplotlib Figure, so notebooks can show it inline:
 - ``training_curves``: loss, dev AUC and examples/s from a run's metrics.jsonl;
 - ``embedding_map``: a 2-D PCA map of sentence vectors coloured by a label,
   one panel per model (grounded against text-only).
+
+A script drawing a figure of its own takes ``pyplot()`` and ``save_figure`` from here.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import numpy as np
 
@@ -24,7 +28,9 @@ MAX_POINTS = 6000
 PANEL_SIZE = 4.0
 
 
-def _pyplot():
+def pyplot() -> ModuleType:
+    """matplotlib.pyplot, or an ImportError naming the extra that brings it (for a script
+    that draws a figure of its own, then ``save_figure``)."""
     try:  # matplotlib picks a headless backend by itself; notebooks keep their inline one
         import matplotlib.pyplot as plt
     except ImportError as error:
@@ -32,7 +38,9 @@ def _pyplot():
     return plt
 
 
-def _save(figure, path: str | Path | None):
+def save_figure(figure: Any, path: str | Path | None) -> Any:
+    """Lays ``figure`` out and writes it as a PNG at ``path`` (none: not written), as every
+    plot here does; returns it."""
     figure.tight_layout()
     if path is not None:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
@@ -49,7 +57,7 @@ def metric_vs_human(
     seed: int = 0,
 ):
     """One scatter panel per metric: its score (y) against the human score (x, jittered)."""
-    plt = _pyplot()
+    plt = pyplot()
     rng = np.random.default_rng(seed)
     shown = rng.permutation(len(human))[:MAX_POINTS]
     figure, axes = plt.subplots(1, len(scores), figsize=(PANEL_SIZE * len(scores), PANEL_SIZE))
@@ -58,7 +66,7 @@ def metric_vs_human(
         axis.scatter(x, np.asarray(values)[shown], s=4, alpha=0.25)
         title = name if statistic is None else f"{name} (τc {statistic[name]:.1f})"
         axis.set(title=title, xlabel="human score", ylabel=f"{name} score")
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def correlation_heatmap(
@@ -69,7 +77,7 @@ def correlation_heatmap(
     title: str = "correlation between metrics × 100",
 ):
     """Correlations between metrics (e.g. capsim.eval.correlation.correlation_matrix × 100)."""
-    plt = _pyplot()
+    plt = pyplot()
     size = 0.55 * len(names) + 2.5
     figure, axis = plt.subplots(figsize=(size, size))
     image = axis.imshow(matrix, vmin=-100 if matrix.min() < 0 else 0, vmax=100, cmap="viridis")
@@ -79,19 +87,19 @@ def correlation_heatmap(
         axis.text(column, row, f"{value:.0f}", ha="center", va="center", fontsize=7, color="w")
     figure.colorbar(image, ax=axis, shrink=0.8)
     axis.set_title(title)
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def pooling_curve(
     agreement: Mapping[str, float], path: str | Path | None = None, *, ylabel: str = "τc × 100"
 ):
     """Agreement with humans against the pooling (``{"max-1": 32.5, "max-2": ...}``)."""
-    plt = _pyplot()
+    plt = pyplot()
     figure, axis = plt.subplots(figsize=(PANEL_SIZE + 1, PANEL_SIZE - 1))
     axis.plot(list(agreement), list(agreement.values()), marker="o")
     axis.set(xlabel="pooling of the reference similarities", ylabel=ylabel)
     axis.grid(alpha=0.3)
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def read_metrics(path: str | Path) -> list[dict]:
@@ -101,7 +109,7 @@ def read_metrics(path: str | Path) -> list[dict]:
 
 def training_curves(metrics_jsonl: str | Path, path: str | Path | None = None):
     """Training loss, every ``dev/...`` AUC and the examples/s of a run, against the step."""
-    plt = _pyplot()
+    plt = pyplot()
     records = read_metrics(metrics_jsonl)
 
     def series(key: str) -> tuple[list[int], list[float]]:
@@ -120,7 +128,7 @@ def training_curves(metrics_jsonl: str | Path, path: str | Path | None = None):
         axis.plot(steps, values, marker="." if len(steps) < 50 else None)
         axis.set(title=title, xlabel="step")
         axis.grid(alpha=0.3)
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def embedding_map(
@@ -131,7 +139,7 @@ def embedding_map(
     title: str = "",
 ):
     """A 2-D PCA map of each model's sentence vectors (unit-normalised), coloured by label."""
-    plt = _pyplot()
+    plt = pyplot()
     names = sorted(set(labels))
     colour_of = {name: index for index, name in enumerate(names)}
     colours = [colour_of[label] for label in labels]

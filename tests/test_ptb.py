@@ -63,7 +63,7 @@ def test_an_initial_loses_its_period_when_a_sentence_starter_follows_even_on_the
 def _whole_file_tokens(lines: list[str]) -> list[list[str]]:
     """The lexer over the whole file at once, as the jar reads it: the reference for the
     line-by-line lexing (and its fast path for plain captions) that tokenize_lines does."""
-    return [[t for t in line if t not in ptb.DROPPED] for line in ptb._lex("\n".join(lines))]
+    return [[t for t in line if t not in ptb.DROPPED] for line in ptb.lex("\n".join(lines))]
 
 
 def test_lines_lexed_one_by_one_equal_the_whole_file_lexed_at_once():

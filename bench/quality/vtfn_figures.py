@@ -264,9 +264,9 @@ def render_calibration(rows: dict) -> str:
 
 def plot_scale(rows: list[dict], path: Path) -> None:
     """One panel per measure: the value against training images (log axis), a line per model."""
-    from capsim.viz import _pyplot, _save
+    from capsim.viz import pyplot, save_figure
 
-    plt = _pyplot()
+    plt = pyplot()
     panels = [("coco", "same_diff_auc"), ("coco", "STS14-images"), ("coco", "STS15-images"),
               ("shapes", "same_diff_auc")]  # fmt: skip
     figure, axes = plt.subplots(1, len(panels), figsize=(4 * len(panels), 3.4))
@@ -284,7 +284,7 @@ def plot_scale(rows: list[dict], path: Path) -> None:
         axis.minorticks_off()
         axis.grid(alpha=0.3)
     axes[0].legend()
-    _save(figure, path)
+    save_figure(figure, path)
 
 
 def render_glove(result: dict) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import re
 
-from capsim.metrics.tokenizer import _lex, _listed
+from capsim.metrics.tokenizer import is_listed, lex
 from capsim.metrics.tokenizer_tables import ABBREVIATIONS, BEFORE_NUMBERS, SENTENCE_STARTERS
 
 # A caption is cut after a word that ends in ".", "!", "?" or an ellipsis when the lexer
@@ -46,11 +46,11 @@ def _ends_sentence(word: str, following: str | None) -> bool:
     if (
         plain
         and following is not None
-        and not _listed(plain[1], ABBREVIATIONS)
+        and not is_listed(plain[1], ABBREVIATIONS)
         and plain[1].lower() not in BEFORE_NUMBERS
     ):
         return True  # what the lexer decides for a plain word of two letters or more
-    tokens = _lex(word if following is None else f"{word}\n{following}")[0]
+    tokens = lex(word if following is None else f"{word}\n{following}")[0]
     while tokens and tokens[-1] in _CLOSERS:
         tokens.pop()
     if not tokens:

@@ -77,8 +77,8 @@ def _period_word(match: re.Match) -> str | None:
     word, context = match["word"], match["context"] or ""
     before_number = context[-1:].isdigit()
     if _LETTER.fullmatch(context):  # a longer word may follow: only some periods hold
-        return match["token"] if _listed(word, PERIOD_BEFORE_LETTER) else None
-    if _listed(word, ABBREVIATIONS) or context in (",", ";", ":"):
+        return match["token"] if is_listed(word, PERIOD_BEFORE_LETTER) else None
+    if is_listed(word, ABBREVIATIONS) or context in (",", ";", ":"):
         return match["token"]
     if word.lower() in BEFORE_NUMBERS and before_number:
         return match["token"]
@@ -90,7 +90,7 @@ def _period_word(match: re.Match) -> str | None:
     return None
 
 
-def _listed(word: str, words: frozenset[str]) -> bool:
+def is_listed(word: str, words: frozenset[str]) -> bool:
     """In ``words`` as written, or in mixed case ("cOS") of a listed lower-case word."""
     return word in words or (not word.islower() and word.lower() in words)
 
@@ -182,8 +182,9 @@ RULES = [
 _PLAIN_WORD = re.compile(rf"{L}+(?=[ \n]|$)")
 
 
-def _lex(text: str) -> list[list[str]]:
-    """The jar's tokens of every line of ``text``."""
+def lex(text: str) -> list[list[str]]:
+    """The jar's tokens of every line of ``text``, DROPPED punctuation kept (the sentence
+    splitter, capsim.metrics.sentences, reads where a sentence mark stands alone)."""
     lines: list[list[str]] = [[]]
     tokens = lines[0]
     position, end = 0, len(text)
@@ -277,13 +278,13 @@ def _line_tokens(line: str, ahead: str) -> tuple[str, ...]:
     simple = _SIMPLE.fullmatch(line)
     if simple and not (
         (last := simple["last"])
-        and (len(last) == 1 or _listed(last, ABBREVIATIONS) or last.lower() in BEFORE_NUMBERS)
+        and (len(last) == 1 or is_listed(last, ABBREVIATIONS) or last.lower() in BEFORE_NUMBERS)
     ):
         words = line.lower().translate(_PUNCTUATION_TO_SPACE).split()
         if ASSIMILATIONS.keys().isdisjoint(words):
             return tuple(words)
         return tuple(t for word in words for t in ASSIMILATIONS.get(word, (word,)))
-    return tuple(t for t in _lex(line + ahead)[0] if t not in DROPPED)
+    return tuple(t for t in lex(line + ahead)[0] if t not in DROPPED)
 
 
 def tokenize_lines(lines: Sequence[str]) -> list[list[str]]:
