@@ -1,6 +1,6 @@
 """Any caption metric judged against human judgments, to the MT field's standard.
 
-    python -m capsim.metaeval --judgments NAME:PATH[,NAME:PATH...]
+    python -m capsim.metaeval --judgments NAME:PATH[,NAME:PATH...] [--judgments NAME:PATH ...]
         [--metric NAME=MODULE:ATTR ...] [--scores NAME=FILE ...] [--metrics a,b,...]
         [--references NAME=FILE] [--bootstrap N] [--permutations K --block_size B]
         [--alpha A] [--seed S] [--baseline NAME] [--out metaeval.json] [--csv F]
@@ -8,7 +8,9 @@
 ``--help`` lists the sets, what PATH is for each (the files as their authors or recent
 metric papers ship them; ``pairs:FILE`` and ``csv:FILE`` are a user's own pairwise and
 absolute sets), the statistic that heads each set's table and the row ids of
-``--scores`` files, all from ``capsim.eval.judgment_sets.JUDGMENT_SETS``.
+``--scores`` files, all from ``capsim.eval.judgment_sets.JUDGMENT_SETS``. ``--judgments``
+may be repeated, or take several sets joined by commas; an unknown set is one line and
+exit status 2.
 
 The metrics: BLEU-1..4, ROUGE-L, CIDEr-D and METEOR (capsim's, no Java), each
 ``--metric NAME=MODULE:ATTR`` (an object with pycocoevalcap's ``compute_score(gts,
@@ -20,8 +22,10 @@ Absolute sets report Kendall τc and τb, Spearman and Pearson over rating rows 
 set's own statistic first), system-level agreement where the set names 3 or more
 systems, the set's statistic item-grouped (within each image, averaged), and pairwise
 accuracy over candidates of the same image with and without tie calibration (acc_eq
-and its ε). PASCAL-50S reports its accuracy per category and their mean; a pair set,
-the share of pairs whose better caption the metric scores higher.
+and its ε). PASCAL-50S reports its accuracy per category and their mean; a pair set
+(FOIL-nocaps too), the share of pairs whose better caption the metric scores higher; a
+set of labelled captions (HAT), the AUROC of the score against "not flawed" and the
+average precision of finding the flawed captions by a low score, beside its chance level.
 
 Every pair of metrics gets PERM-BOTH's one-sided p-value (``--permutations`` K,
 default 1,000, early stops at ``--block_size`` boundaries; images are swapped whole),
@@ -38,7 +42,7 @@ import argparse
 import dataclasses
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from capsim.data.captions import read_json_file
@@ -47,9 +51,10 @@ from capsim.eval import perm_both
 from capsim.eval.judgment_harness import score_set, set_report
 from capsim.eval.judgment_sets import (
     JUDGMENT_SETS,
-    PUBLISHED_SETS,
+    JudgmentSet,
+    judgment_set,
     load_set,
-    pascal50s_labels,
+    published_sets,
 )
 from capsim.eval.metaeval_output import print_set, write_results
 from capsim.eval.plugged_metrics import ComputeScore, plugged_metric
@@ -60,7 +65,7 @@ from capsim.metrics.coco_metrics import BUILTIN_METRIC_NAMES
 def sets_help() -> str:
     """The published sets: name, what its PATH is, its statistic, its row ids (the text that
     ends ``--help``)."""
-    sets = [JUDGMENT_SETS[name] for name in PUBLISHED_SETS]
+    sets = [JUDGMENT_SETS[name] for name in published_sets()]
     name_width = max(len(s.name) for s in sets)
     path_width = max(len(s.path) for s in sets)
     lines = [f"  {s.name:<{name_width}}  {s.path:<{path_width}}  {s.statistic}" for s in sets]
@@ -73,21 +78,32 @@ def sets_help() -> str:
     )
 
 
-def parse_specs(text: str) -> list[tuple[str, Path]]:
-    """``--judgments NAME:PATH[,NAME:PATH...]`` as (name, path) pairs, in order; a
-    ValueError when an item is not ``NAME:PATH`` or names no published set.
+class UsageError(ValueError):
+    """A command line that names no set the command knows (exit status 2, as argparse's)."""
+
+
+def parse_specs(texts: str | Sequence[str]) -> list[tuple[str, Path]]:
+    """``--judgments NAME:PATH[,NAME:PATH...]``, given once or repeated, as (name, path)
+    pairs, in order; a UsageError when an item is not ``NAME:PATH``, names no published
+    set, or names a set given before.
 
     >>> parse_specs("flickr8k_expert:data/flickr8k,pairs:long_pairs.jsonl")
     [('flickr8k_expert', PosixPath('data/flickr8k')), ('pairs', PosixPath('long_pairs.jsonl'))]
+    >>> parse_specs(["hat:hat_trainval.json", "foil_nocaps:foil_nocaps_dev.json"])
+    [('hat', PosixPath('hat_trainval.json')), ('foil_nocaps', PosixPath('foil_nocaps_dev.json'))]
     """
-    specs = []
-    for item in filter(None, text.split(",")):
-        name, sep, path = item.partition(":")
-        if not sep or name not in PUBLISHED_SETS:
-            raise ValueError(
-                f"--judgments wants NAME:PATH with NAME in {list(PUBLISHED_SETS)}, got {item!r}"
-            )
-        specs.append((name, Path(path)))
+    published = published_sets()
+    specs: list[tuple[str, Path]] = []
+    for text in [texts] if isinstance(texts, str) else texts:
+        for item in filter(None, text.split(",")):
+            name, sep, path = item.partition(":")
+            if not sep or name not in published:
+                raise UsageError(
+                    f"--judgments wants NAME:PATH with NAME in {list(published)}, got {item!r}"
+                )
+            if any(name == given for given, _ in specs):
+                raise UsageError(f"--judgments: {name!r} is given twice; give each set once")
+            specs.append((name, Path(path)))
     return specs
 
 
@@ -146,7 +162,13 @@ def parser(description: str | None = None, epilog: str | None = None) -> argpars
         epilog=epilog or sets_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--judgments", required=True, help="NAME:PATH[,NAME:PATH...]")
+    parser.add_argument(
+        "--judgments",
+        required=True,
+        action="append",
+        metavar="NAME:PATH[,NAME:PATH...]",
+        help="the sets to judge on (repeatable)",
+    )
     parser.add_argument("--references", action="append", default=[], metavar="NAME=FILE")
     parser.add_argument(
         "--metric",
@@ -253,10 +275,14 @@ def _settings(args: argparse.Namespace, baseline: str, model: str | None) -> dic
     return results
 
 
-def _judge_set(name: str, judgments: list, metrics: ChosenMetrics, args) -> dict:
-    """One set's JSON entry: every figure of every chosen metric, and the seconds taken."""
+def _judge_set(
+    spec: JudgmentSet, path: Path, judgments: list, metrics: ChosenMetrics, args
+) -> dict:
+    """One set's JSON entry: every figure of every chosen metric, which human labels its
+    file brought where the set says, and the seconds taken."""
     began = time.perf_counter()
-    scored = score_set(name, judgments, metrics.scorers, metrics.given[name], metrics.builtin)
+    given = metrics.given[spec.name]
+    scored = score_set(spec, judgments, metrics.scorers, given, metrics.builtin)
     scored.scores = {m: scored.scores[m] for m in metrics.names if m in scored.scores}
     scored_at = time.perf_counter()
     report, comparisons = set_report(scored, args.bootstrap, args.seed)
@@ -273,6 +299,8 @@ def _judge_set(name: str, judgments: list, metrics: ChosenMetrics, args) -> dict
         entry["comparisons"] = compared.comparisons
     if compared.clusters:
         entry["clusters"] = compared.clusters
+    if spec.labels is not None:
+        entry["labels"] = spec.labels(path)
     return entry
 
 
@@ -280,36 +308,42 @@ def run(
     args: argparse.Namespace,
     builtin_scorers: Mapping[str, Callable[[], ComputeScore]] | None = None,
     model: str | None = None,
+    prog: str = "capsim.metaeval",
 ) -> int:
     """Judges the metrics on the sets of parsed ``args``; ``builtin_scorers`` names more
     metrics (built only when chosen), as i2ce_jax.evaluate adds I2CE.
 
     Prints one table per set and the comparisons with ``--baseline``, writes the JSON
-    (``--out``, atomically) and the CSV beside it; returns the exit status, 0.
+    (``--out``, atomically) and the CSV beside it; returns the exit status: 0, or 2 when
+    ``--judgments`` names a set the command does not know (one line on stderr).
 
     Args:
         args: the arguments as :func:`parser` parses them.
         builtin_scorers: name -> a zero-argument function returning an object with
             pycocoevalcap's ``compute_score(gts, res)`` on raw captions.
         model: recorded as ``"model"`` in the JSON when given.
+        prog: the command's name, which begins the line of a usage error.
 
     Raises:
         ValueError: a bad option (a negative count, an unknown or clashing metric name).
         capsim.errors.CapsimError: a malformed file (the error names the file and row).
     """
     _check_counts(args)
-    specs = parse_specs(args.judgments)
+    try:
+        specs = [(judgment_set(name), path) for name, path in parse_specs(args.judgments)]
+    except UsageError as error:
+        print(f"{prog}: error: {error}", file=sys.stderr)
+        return 2
     references = {k: Path(v) for k, v in _named(args.references, "--references").items()}
-    metrics = _choose_metrics(args, builtin_scorers or {}, [name for name, _ in specs])
-    loaded = {name: load_set(name, path, references.get(name)) for name, path in specs}
+    metrics = _choose_metrics(args, builtin_scorers or {}, [spec.name for spec, _ in specs])
+    loaded = [load_set(spec, path, references.get(spec.name)) for spec, path in specs]
     results = _settings(args, metrics.baseline, model)
-    for name, path in specs:
-        entry = _judge_set(name, loaded[name], metrics, args)
-        if name == "pascal50s":
-            entry["labels"] = pascal50s_labels(path)
-        results["sets"][name] = entry
-        print_set(name, entry, metrics.baseline)
-    write_results(results, Path(args.out), Path(args.csv) if args.csv else None)
+    for (spec, path), judgments in zip(specs, loaded, strict=True):
+        entry = _judge_set(spec, path, judgments, metrics, args)
+        results["sets"][spec.name] = entry
+        print_set(spec.name, spec.statistic, entry, metrics.baseline)
+    statistics = {spec.name: spec.statistic for spec, _ in specs}
+    write_results(results, statistics, Path(args.out), Path(args.csv) if args.csv else None)
     return 0
 
 

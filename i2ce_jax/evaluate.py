@@ -1,7 +1,7 @@
 """I2CE and any caption metric against human judgments: capsim.metaeval with I2CE beside
 the built-in metrics.
 
-    python -m i2ce_jax.evaluate --judgments NAME:PATH[,NAME:PATH...]
+    python -m i2ce_jax.evaluate --judgments NAME:PATH[,NAME:PATH...] [--judgments NAME:PATH ...]
         [--model base|large|research | --checkpoint W] [--sentences auto|whole|sentences]
         [capsim.metaeval's arguments]
 
@@ -42,7 +42,9 @@ def main(argv: list[str] | None = None) -> int:
             return I2CEScorer.from_checkpoint(args.checkpoint, **options).compute_score
         return I2CEScorer.pretrained(args.model, **options).compute_score
 
-    return metaeval.run(args, {"I2CE": i2ce}, model=args.checkpoint or args.model)
+    return metaeval.run(
+        args, {"I2CE": i2ce}, model=args.checkpoint or args.model, prog="i2ce_jax.evaluate"
+    )
 
 
 def cli() -> None:

@@ -15,6 +15,7 @@ from capsim.data.judgments import Judgment, PairJudgment
 from capsim.errors import DataFormatError
 from capsim.eval import judgment_harness as harness
 from capsim.eval import pairwise_sets
+from capsim.eval.absolute_sets import absolute_report
 from capsim.eval.judgment_sets import judgment_set, load_set
 from i2ce_jax import evaluate
 
@@ -42,11 +43,11 @@ def test_absolute_statistics_match_scipy():
         ("thumb", 100 * stats.pearsonr(metric, human).statistic),
     ]:
         statistic = judgment_set(name).statistic
-        report, comparisons = harness.absolute_report(name, pairs, {"m": metric})
+        report, comparisons = absolute_report(statistic, pairs, {"m": metric})
         assert next(iter(report["m"])) == statistic and comparisons == {}
         assert report["m"][statistic] == pytest.approx(reference, abs=1e-9)
     assert pairs.systems == [j.system for j in judgments]
-    report, _ = harness.absolute_report("thumb", pairs, {"m": metric})
+    report, _ = absolute_report(judgment_set("thumb").statistic, pairs, {"m": metric})
     for name, reference in [
         ("tau_b", stats.kendalltau(metric, human, variant="b").statistic),
         ("spearman", stats.spearmanr(metric, human).statistic),

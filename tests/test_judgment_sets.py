@@ -8,29 +8,34 @@ from pathlib import Path
 import numpy as np
 import pytest
 from scipy import stats
+from test_hallucination_sets import write_foil_nocaps, write_hat
 from test_judgment_files import WORDS, write_caption_pairs, write_judgment_csv
 from test_judgments import _write_pascal
 
 from capsim import metaeval
-from capsim.data.judgments import Judgment, PairJudgment, read_nebula
+from capsim.data.judgments import Judgment, LabelJudgment, PairJudgment, read_nebula
 from capsim.errors import DataFormatError
 from capsim.eval import judgment_harness as harness
+from capsim.eval import judgment_kinds as kinds
+from capsim.eval.absolute_sets import STATISTICS
 from capsim.eval.evaluators.base import Subject
 from capsim.eval.evaluators.judgments import Judgments
+from capsim.eval.judgment_kinds import JudgmentKind
 from capsim.eval.judgment_sets import (
     JUDGMENT_SETS,
-    PUBLISHED_SETS,
-    JudgmentKind,
     JudgmentSet,
     judgment_set,
     load_set,
+    published_sets,
 )
 
 FIXTURES = Path(__file__).parent / "fixtures" / "judgments"
+PUBLISHED_SETS = published_sets()
 RECORD = {
-    JudgmentKind.ABSOLUTE: Judgment,
-    JudgmentKind.VOTED_PAIRS: PairJudgment,
-    JudgmentKind.BETTER_WORSE: PairJudgment,
+    kinds.ABSOLUTE: Judgment,
+    kinds.VOTED_PAIRS: PairJudgment,
+    kinds.BETTER_WORSE: PairJudgment,
+    kinds.CAPTION_LABELS: LabelJudgment,
 }
 
 
@@ -69,6 +74,8 @@ def _fixture(name: str, tmp_path: Path) -> tuple[Path, Path | None]:
         "nebula": (_write_nebula(tmp_path), None),
         "pairs": (write_caption_pairs(tmp_path / "pairs.jsonl"), None),
         "csv": (write_judgment_csv(tmp_path / "set.csv"), None),
+        "foil_nocaps": (write_foil_nocaps(tmp_path / "foil_nocaps.json"), None),
+        "hat": (write_hat(tmp_path / "hat.json"), None),
     }
     assert set(fixtures) == set(PUBLISHED_SETS), "each published set needs a fixture here"
     return fixtures[name]
@@ -87,11 +94,19 @@ def test_every_entry_is_complete(name):
     assert isinstance(entry.path, str) and entry.path
     assert entry.read is None or callable(entry.read)
     assert isinstance(entry.kind, JudgmentKind)
-    if entry.kind is JudgmentKind.ABSOLUTE:
-        assert entry.statistic in harness.STATISTICS
+    if entry.kind is kinds.ABSOLUTE:
+        assert entry.statistic in STATISTICS
     else:
-        # pascal_report's mean accuracy over categories; a pair set's share of pairs
-        assert entry.statistic == ("mean" if entry.kind is JudgmentKind.VOTED_PAIRS else "accuracy")
+        # pascal_report's mean accuracy over categories; a pair set's share of pairs; the
+        # labelled captions' AUROC
+        assert (
+            entry.statistic
+            == {
+                kinds.VOTED_PAIRS: "mean",
+                kinds.BETTER_WORSE: "accuracy",
+                kinds.CAPTION_LABELS: "auroc",
+            }[entry.kind]
+        )
     assert (name in PUBLISHED_SETS) == (entry.read is not None)
 
 

@@ -10,9 +10,12 @@ import json
 import numpy as np
 import pytest
 
-from capsim.data.judgments import Judgment, PairJudgment
+from capsim.data.judgments import Judgment, LabelJudgment, PairJudgment
 from capsim.eval import judgment_harness as harness
-from capsim.eval.judgment_sets import JUDGMENT_SETS, JudgmentKind, judgment_set
+from capsim.eval import judgment_kinds as kinds
+from capsim.eval.absolute_sets import STATISTICS
+from capsim.eval.judgment_kinds import JudgmentKind
+from capsim.eval.judgment_sets import JUDGMENT_SETS, judgment_set
 from capsim.eval.set_comparisons import compare_metrics, significance_clusters
 
 CATEGORIES = ("HC", "MM")
@@ -36,7 +39,14 @@ def _noise(gts, res):
 def _judgments(kind: JudgmentKind) -> list:
     """40 judgments of ``kind``, two an image; the oracle agrees with the humans."""
     rng = np.random.default_rng(0)
-    if kind is JudgmentKind.ABSOLUTE:
+    if kind is kinds.CAPTION_LABELS:
+        return [
+            LabelJudgment(
+                f"img{i // 2}", f"caption {i} q{i % 3}", str(i), ("a reference",), i % 3 == 0
+            )
+            for i in range(40)
+        ]
+    if kind is kinds.ABSOLUTE:
         return [
             Judgment(
                 f"img{i // 2}",
@@ -76,12 +86,17 @@ def _judged(name: str) -> tuple[dict, dict]:
 
 
 COLUMNS = {
-    JudgmentKind.ABSOLUTE: lambda statistic: [
+    kinds.ABSOLUTE: lambda statistic: [
         statistic,
-        *(s for s in harness.STATISTICS if s != statistic),
+        *(s for s in STATISTICS if s != statistic),
     ],
-    JudgmentKind.VOTED_PAIRS: lambda statistic: [*CATEGORIES, "mean"],
-    JudgmentKind.BETTER_WORSE: lambda statistic: ["accuracy", *CATEGORIES],
+    kinds.VOTED_PAIRS: lambda statistic: [*CATEGORIES, "mean"],
+    kinds.BETTER_WORSE: lambda statistic: ["accuracy", *CATEGORIES],
+    kinds.CAPTION_LABELS: lambda statistic: [
+        "auroc",
+        "average_precision",
+        "chance_average_precision",
+    ],
 }
 
 
@@ -96,15 +111,13 @@ def test_each_set_is_scored_reported_and_tested_by_its_kind(name, monkeypatch):
     assert entry.statistic in columns
     item_figures = {f"{entry.statistic}_item_grouped", "pairwise_accuracy", "acc_eq"}
     has_item_figures = item_figures <= set(metrics["oracle"])
-    assert has_item_figures == (entry.kind is JudgmentKind.ABSOLUTE)
+    assert has_item_figures == (entry.kind is kinds.ABSOLUTE)
     # the tests: PERM-BOTH both ways, the oracle first in every cluster
     for first, second in (("oracle", "noise"), ("noise", "oracle")):
         entry_p = compared["comparisons"][first][second]
         assert 0 < entry_p["perm_both_p"] <= 1 and "p_value" in entry_p
     assert compared["comparisons"]["oracle"]["noise"]["perm_both_p"] < 0.05
-    tests = {"perm_both", "bootstrap"} | (
-        {"williams"} if entry.kind is JudgmentKind.ABSOLUTE else set()
-    )
+    tests = {"perm_both", "bootstrap"} | ({"williams"} if entry.kind is kinds.ABSOLUTE else set())
     assert set(compared["clusters"]) == tests
     assert all(ranks["oracle"] == 1 < ranks["noise"] for ranks in compared["clusters"].values())
     # the registry entry alone decides: the same entry under another name gives the same
@@ -117,8 +130,8 @@ def test_a_pair_set_changes_its_figures_with_its_kind(monkeypatch):
     """The same pairs declared voted (PASCAL-50S's mean over categories) or better-worse
     (the share of pairs): the kind, not the set's name or record type, picks the report."""
     for kind, statistic in (
-        (JudgmentKind.VOTED_PAIRS, "mean"),
-        (JudgmentKind.BETTER_WORSE, "accuracy"),
+        (kinds.VOTED_PAIRS, "mean"),
+        (kinds.BETTER_WORSE, "accuracy"),
     ):
         spec = dataclasses.replace(
             judgment_set("pairs"), name="probe", kind=kind, statistic=statistic

@@ -8,9 +8,10 @@ import pytest
 from scipy import stats
 
 from capsim.data.judgments import Judgment, PairJudgment
+from capsim.eval import absolute_sets, pairwise_sets
 from capsim.eval import judgment_harness as harness
-from capsim.eval import pairwise_sets
 from capsim.eval import weighted_agreement as weighted
+from capsim.eval.judgment_sets import judgment_set
 from capsim.metrics import resampling
 
 
@@ -68,7 +69,7 @@ def test_intervals_equal_brute_force_resampling_of_images():
     pairs = harness.group_judgments(_judgments(human, images))
     scores = {"a": human + rng.normal(0, 1, 60), "b": human + rng.normal(0, 2, 60)}
     resamples, seed = 30, 11
-    report, comparisons = harness.absolute_report("flickr8k_expert", pairs, scores, resamples, seed)
+    report, comparisons = absolute_sets.absolute_report("tau_c", pairs, scores, resamples, seed)
     rng = np.random.default_rng(seed)
     weights = resampling.group_counts(rng, pairs.image_of_pair[pairs.pair_of_rating], resamples)
     brute = {}
@@ -96,8 +97,8 @@ def test_a_metric_against_its_own_copy_is_level_with_p_one():
     human = rng.integers(1, 5, 90).astype(float)
     pairs = harness.group_judgments(_judgments(human, np.repeat(np.arange(30), 3)))
     metric = human + rng.normal(0, 1, 90)
-    _, comparisons = harness.absolute_report(
-        "flickr8k_expert", pairs, {"m": metric, "copy": metric.copy()}, 200, 0
+    _, comparisons = absolute_sets.absolute_report(
+        "tau_c", pairs, {"m": metric, "copy": metric.copy()}, 200, 0
     )
     entry = comparisons["copy"]["m"]
     assert entry["delta"] == 0 and entry["ci_low"] == 0 and entry["ci_high"] == 0
@@ -110,7 +111,7 @@ def _null_p_value(seed: int) -> float:
     human = rng.normal(size=200)
     first = harness.group_judgments(_judgments(human, np.arange(200)))
     scores = {"a": human + rng.normal(size=200), "b": human + rng.normal(size=200)}
-    _, comparisons = harness.absolute_report("thumb", first, scores, 199, seed)
+    _, comparisons = absolute_sets.absolute_report("pearson", first, scores, 199, seed)
     return comparisons["a"]["b"]["p_value"]
 
 
@@ -126,7 +127,7 @@ def test_a_planted_difference_is_found_by_both_tests():
     human = rng.normal(size=300)
     pairs = harness.group_judgments(_judgments(human, np.arange(300) // 2))
     scores = {"good": human + 0.5 * rng.normal(size=300), "poor": human + 2 * rng.normal(size=300)}
-    _, comparisons = harness.absolute_report("thumb", pairs, scores, 500, 0)
+    _, comparisons = absolute_sets.absolute_report("pearson", pairs, scores, 500, 0)
     entry = comparisons["good"]["poor"]
     assert entry["delta"] > 0 and entry["ci_low"] > 0
     assert entry["p_value"] < 0.01 and entry["p_value_williams"] < 0.01
@@ -180,7 +181,7 @@ def test_pascal_bootstrap_resamples_within_categories():
 
 def test_bad_settings_are_refused():
     pairs = harness.group_judgments(_judgments([1, 2, 3], [0, 1, 2]))
-    scored = harness.ScoredSet("thumb", pairs, {"m": np.array([1.0, 2.0, 4.0])}, {})
+    scored = harness.ScoredSet(judgment_set("thumb"), pairs, {"m": np.array([1.0, 2.0, 4.0])}, {})
     with pytest.raises(ValueError, match="resamples"):
         harness.set_report(scored, resamples=-1)
     with pytest.raises(ValueError, match="confidence"):

@@ -9,7 +9,12 @@ capsim.data.pascal50s):
   * Flickr8k-Expert in the matching JSON layout (CLIPScore's ``flickr8k.json``): image ->
     ``{"ground_truth": [...], "human_judgement": [{"caption", "rating"}, ...]}``;
   * a user's own absolute set as a CSV with ``mt``, ``refs`` and ``score`` columns (the
-    layout of the newest large caption-judgment sets), ``refs`` a JSON or Python list.
+    layout of the newest large caption-judgment sets), ``refs`` a JSON or Python list;
+  * the hallucination sets as the ALOHa authors ship them (Petryk et al., NAACL 2024,
+    github.com/DavidMChan/aloha ``data/``), each a JSON list: FOIL-nocaps (objects of
+    ``image_path``, ``references``, ``baseline``, ``foil``, ``replacement``, ``domain``)
+    and HAT (objects of ``caption``, ``references``, ``contains_hallucination``,
+    ``image_path``, ...).
 
 Every reader refuses malformed input naming the file and the row (its line where the
 file has lines).
@@ -27,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from capsim.data.captions import read_json_file, read_text_file
-from capsim.data.judgments import Judgment, PairJudgment, iter_jsonl
+from capsim.data.judgments import Judgment, LabelJudgment, PairJudgment, iter_jsonl
 from capsim.errors import DataFormatError
 
 PASCAL_JSON_CATEGORIES = ("HC", "HI", "HM", "MM")
@@ -228,4 +233,78 @@ def read_judgment_csv(path: str | Path) -> list[Judgment]:
         judgments.append(Judgment(str(image), row["mt"].strip(), str(index), tuple(refs), score))
     if not judgments:
         raise DataFormatError(path, "no rows")
+    return judgments
+
+
+def _object_with_references(path: str | Path, where: str, row: Any, line: int | None) -> None:
+    """Refuses a row that is not an object holding a non-empty list of references."""
+    if not isinstance(row, dict):
+        raise DataFormatError(path, f"{where}: expected a JSON object", line)
+    if not _captions(row.get("references")):
+        raise DataFormatError(
+            path, f"{where}: references must be a non-empty list of captions", line
+        )
+    if not isinstance(row.get("image_path"), str | int):
+        raise DataFormatError(path, f"{where}: image_path must be a string or a number", line)
+
+
+def read_foil_nocaps(path: str | Path) -> list[PairJudgment]:
+    """FOIL-nocaps as ALOHa ships it: per row, ``baseline`` (the machine caption) preferred
+    over ``foil`` (the same caption with one object word swapped) against all its
+    ``references``; ``domain`` (in-domain, near-domain, ...) is the pair's category and
+    ``image_path`` its image."""
+    judgments = []
+    for line, where, row in _json_rows(path):
+        _object_with_references(path, where, row, line)
+        for side in ("baseline", "foil"):
+            if not _text(row.get(side)):
+                raise DataFormatError(
+                    path,
+                    f"{where}: {side} must be a non-empty caption, got {row.get(side)!r}",
+                    line,
+                )
+        if not _text(row.get("domain")):
+            raise DataFormatError(path, f"{where}: domain must be a non-empty string", line)
+        references = tuple(row["references"])
+        judgments.append(
+            PairJudgment(
+                str(row["image_path"]), row["baseline"], row["foil"], references, 1.0, row["domain"]
+            )
+        )
+    if not judgments:
+        raise DataFormatError(path, "no pairs")
+    return judgments
+
+
+def read_hat(path: str | Path) -> list[LabelJudgment]:
+    """HAT as ALOHa ships it: per row one machine ``caption`` with its ``references``,
+    flawed when ``contains_hallucination`` is true (a JSON boolean, nothing else);
+    ``image_path`` groups captions by image. A caption's row id is its 0-based position."""
+    judgments = []
+    for line, where, row in _json_rows(path):
+        _object_with_references(path, where, row, line)
+        if "contains_hallucination" not in row:
+            raise DataFormatError(path, f"{where}: no contains_hallucination label", line)
+        label = row["contains_hallucination"]
+        if not isinstance(label, bool):
+            raise DataFormatError(
+                path, f"{where}: contains_hallucination {label!r} is not true or false", line
+            )
+        if not _text(row.get("caption")):
+            raise DataFormatError(
+                path,
+                f"{where}: caption must be a non-empty string, got {row.get('caption')!r}",
+                line,
+            )
+        judgments.append(
+            LabelJudgment(
+                str(row["image_path"]),
+                row["caption"],
+                str(len(judgments)),
+                tuple(row["references"]),
+                label,
+            )
+        )
+    if not judgments:
+        raise DataFormatError(path, "no captions")
     return judgments

@@ -1,8 +1,8 @@
 """Readers of human judgments of image captions, the ground truth for metric evaluation.
 
 Every reader returns plain records (``Judgment`` for absolute scores,
-``PairJudgment`` for pairwise preferences) so the correlation harness never
-needs to know which benchmark a score came from.
+``PairJudgment`` for pairwise preferences, ``LabelJudgment`` for a label a caption) so
+the correlation harness never needs to know which benchmark a score came from.
 
 Where the originals come from:
   * Flickr8k-Expert / Flickr8k-CF (``ExpertAnnotations.txt``,
@@ -63,6 +63,18 @@ class PairJudgment:
     references: tuple[str, ...]
     preference: float
     category: str
+
+
+@dataclasses.dataclass(frozen=True)
+class LabelJudgment:
+    """One human label of one candidate caption: ``flawed`` when the people judged it wrong
+    (HAT: it names something the image does not show). ``candidate_id`` is its row id."""
+
+    image_id: str
+    candidate: str
+    candidate_id: str
+    references: tuple[str, ...]
+    flawed: bool
 
 
 def _parse_score(

@@ -17,7 +17,6 @@ from pathlib import Path
 import numpy as np
 
 from capsim.data.captions import write_json_atomically
-from capsim.eval.judgment_sets import judgment_set
 from capsim.tables import format_table
 
 CLUSTER_TEST = "perm_both"  # the clusters shown on screen and in the CSV
@@ -92,13 +91,14 @@ def _finite_or_none(value):
     return value
 
 
-def _csv_rows(results: Mapping[str, dict]) -> str:
-    """One row per metric and set: the set's statistic with its interval and cluster."""
+def _csv_rows(results: Mapping[str, dict], statistics: Mapping[str, str]) -> str:
+    """One row per metric and set: the set's statistic (``statistics[set]``) with its
+    interval and cluster."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["set", "metric", "statistic", "value", "ci_low", "ci_high", "cluster"])
     for name, entry in results.items():
-        statistic = judgment_set(name).statistic
+        statistic = statistics[name]
         clusters = entry.get("clusters", {}).get(CLUSTER_TEST, {})
         for metric, values in entry["metrics"].items():
             value = values[statistic]
@@ -108,7 +108,9 @@ def _csv_rows(results: Mapping[str, dict]) -> str:
     return out.getvalue()
 
 
-def print_set(name: str, entry: Mapping, baseline: str) -> None:
+def print_set(name: str, statistic: str, entry: Mapping, baseline: str) -> None:
+    """The set's table (and its clusters), its comparisons with ``baseline`` on its
+    ``statistic`` and the metrics that could not run."""
     seconds = entry["seconds"]
     print(
         f"\n{name}: {entry['judgments']} judgments; scored in {seconds['scoring']:.1f} s, "
@@ -116,7 +118,6 @@ def print_set(name: str, entry: Mapping, baseline: str) -> None:
         flush=True,
     )
     print(_table(entry["metrics"], entry.get("clusters", {}).get(CLUSTER_TEST, {})))
-    statistic = judgment_set(name).statistic
     table = _comparison_table(entry.get("comparisons", {}), baseline, statistic)
     if table:
         print(f"\nagainst {baseline} (p: that the metric beats it; PERM-BOTH one-sided):")
@@ -125,9 +126,12 @@ def print_set(name: str, entry: Mapping, baseline: str) -> None:
         print(f"  {metric}: not reported ({reason})")
 
 
-def write_results(results: dict, out: Path, csv_path: Path | None = None) -> None:
-    """The JSON (``--out``, atomically, NaN as null) and the CSV (``--csv`` or beside it)."""
+def write_results(
+    results: dict, statistics: Mapping[str, str], out: Path, csv_path: Path | None = None
+) -> None:
+    """The JSON (``--out``, atomically, NaN as null) and the CSV (``--csv`` or beside it),
+    each set's row headed by its statistic (``statistics``: set -> statistic)."""
     write_json_atomically(out, _finite_or_none(results))
     csv_path = csv_path or out.with_suffix(".csv")
-    csv_path.write_text(_csv_rows(results["sets"]), encoding="utf-8")
+    csv_path.write_text(_csv_rows(results["sets"], statistics), encoding="utf-8")
     print(f"\nwrote {out} and {csv_path}", file=sys.stderr)

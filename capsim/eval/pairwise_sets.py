@@ -6,6 +6,10 @@ MM) and their mean, pairs resampled within each category. A generic pair set (lo
 captions, say) is a share of pairs: the metric must score ``better`` above ``worse``
 (a tie counts as wrong), over all pairs and per category, with every reference kept
 and images resampled (pairs that name no image are each their own).
+
+PERM-BOTH swaps each PASCAL-50S pair's two candidates together (on the mean accuracy
+over categories), and all pairs of an image together in a generic pair set (on the share
+of pairs ordered right).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import numpy as np
 
 from capsim.data.judgments import PairJudgment
 from capsim.eval import weighted_agreement as weighted
+from capsim.eval.perm_both import Statistic
 from capsim.metrics import resampling
 
 PASCAL_REFERENCES = 5  # references sampled per pair, as in the CIDEr paper
@@ -148,3 +153,36 @@ def _agreement_report(
         return report, {}
     comparisons = weighted.comparisons(full_statistic, resampled_statistic, confidence)
     return report, weighted.percent_comparisons(comparisons)
+
+
+def voted_pair_rows(
+    pairs: PreferencePairs, scores: Mapping[str, np.ndarray]
+) -> tuple[dict[str, np.ndarray], np.ndarray, Statistic]:
+    """(scores, each candidate's pair, the mean over categories of the accuracy at picking
+    the humans' majority, a metric tie counting half, ties of the humans left out)."""
+    decided = pairs.preference != 0.5
+    human_a = pairs.preference[decided] > 0.5
+    names = sorted(set(pairs.categories))
+    category = np.array([names.index(c) for c in pairs.categories])[decided]
+    one_hot = np.eye(len(names))[category]
+    one_hot = one_hot[:, one_hot.sum(0) > 0] / one_hot.sum(0)[one_hot.sum(0) > 0]
+
+    def mean_accuracy(metrics: np.ndarray) -> np.ndarray:
+        a, b = metrics[:, 0::2][:, decided], metrics[:, 1::2][:, decided]
+        agree = np.where(a == b, 0.5, (a > b) == human_a)
+        return (agree @ one_hot).mean(1)
+
+    return dict(scores), np.repeat(np.arange(len(pairs.preference)), 2), mean_accuracy
+
+
+def better_worse_rows(
+    pairs: PreferencePairs, scores: Mapping[str, np.ndarray]
+) -> tuple[dict[str, np.ndarray], np.ndarray, Statistic]:
+    """(scores, each candidate's image, the share of pairs whose better caption (a) the
+    metric scores above the worse (b))."""
+
+    def share(metrics: np.ndarray) -> np.ndarray:
+        return (metrics[:, 0::2] > metrics[:, 1::2]).mean(1)
+
+    image_of_pair = np.unique(pairs.images, return_inverse=True)[1]
+    return dict(scores), np.repeat(image_of_pair, 2), share

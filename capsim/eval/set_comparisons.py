@@ -1,18 +1,10 @@
 """The MT field's comparisons between metrics on one scored judgment set.
 
-The set's registry ``kind`` decides what is compared and what swaps together:
-
-- absolute sets: PERM-BOTH on the set's statistic over its rating rows, swapping whole
-  images; beside each metric's pooled statistic, its item-grouped one and its pairwise
-  accuracy over candidates of the same image, with and without tie calibration
-  (``capsim.eval.item_agreement``; candidates scored by their mean rating; a set with one
-  candidate an image compares all its candidates, up to ``POOLED_LIMIT`` of them).
-  Rating rows that repeat a (candidate, rating) are one row with their count
-  (``JudgedPairs.distinct_rows``);
-- voted pairs (PASCAL-50S): PERM-BOTH on the mean accuracy over categories, swapping
-  each pair's two candidates together;
-- better-worse pairs: PERM-BOTH on the share of pairs ordered right, swapping all pairs
-  of an image together.
+The set's kind (``capsim.eval.judgment_kinds``, carried by the scored set's entry) says
+what is compared and what swaps together (absolute sets: whole images over their rating
+rows; PASCAL-50S: each pair's two candidates; a pair set or a labelled-caption set: all
+of an image's rows) and what figures a metric gets beside its statistics (absolute sets:
+the statistic item-grouped and pairwise accuracy with tie calibration).
 
 Every pair of metrics gets ``perm_both_p`` in both directions; the metrics are ranked
 into significance clusters (mt-metrics-eval's ``AssignRanks``: sorted by their statistic,
@@ -31,14 +23,9 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from capsim.eval import item_agreement
 from capsim.eval import perm_both as perm
-from capsim.eval.judgment_harness import PERCENT, JudgedPairs, ScoredSet
-from capsim.eval.judgment_sets import JudgmentKind, judgment_set
-from capsim.eval.pairwise_sets import PreferencePairs
+from capsim.eval.judgment_harness import PERCENT, ScoredSet
 
-# Sets with one candidate an image compare all pairs of candidates: at most this many.
-POOLED_LIMIT = 4000
 SIGNIFICANCE = 0.05  # the clusters' one-sided level
 
 
@@ -79,74 +66,6 @@ def _one_sided(two_sided: float, delta: float) -> float:
     return two_sided / 2 if delta > 0 else 1 - two_sided / 2
 
 
-def _candidate_groups(image_of_pair: np.ndarray) -> np.ndarray | None:
-    """The groups pairwise accuracy compares candidates within: their images where an image
-    has several; else one group of all, up to POOLED_LIMIT candidates; else None (skipped)."""
-    if np.bincount(image_of_pair).max() > 1:
-        return image_of_pair
-    return np.zeros_like(image_of_pair) if image_of_pair.size <= POOLED_LIMIT else None
-
-
-def _item_figures(pairs: JudgedPairs, per_pair: np.ndarray, statistic: str) -> dict[str, float]:
-    """A metric's statistic item-grouped and its pairwise accuracy (acc_eq and its ε)."""
-    image_of_rating = pairs.image_of_pair[pairs.pair_of_rating]
-    grouped = item_agreement.grouped_correlation(
-        per_pair[pairs.pair_of_rating], pairs.human, image_of_rating, statistic
-    )
-    figures = {f"{statistic}_item_grouped": PERCENT * grouped}
-    candidate_groups = _candidate_groups(pairs.image_of_pair)
-    if candidate_groups is not None:
-        mean_rating = np.bincount(pairs.pair_of_rating, pairs.human) / np.bincount(
-            pairs.pair_of_rating
-        )
-        accuracy = item_agreement.tie_calibrated_accuracy(per_pair, mean_rating, candidate_groups)
-        figures.update(
-            {
-                "pairwise_accuracy": PERCENT * accuracy.accuracy,
-                "acc_eq": PERCENT * accuracy.accuracy_eq,
-                "acc_eq_epsilon": accuracy.epsilon,
-            }
-        )
-    return figures
-
-
-def _absolute_rows(pairs: JudgedPairs, scores: Mapping[str, np.ndarray], statistic: str):
-    """(each metric's rows, the image of each row, the statistic of [resamples, rows]) over
-    the unique (pair, rating) rows, each weighted by how often it occurs."""
-    pair_of_row, human, ratings = pairs.distinct_rows()
-    rows = {m: s[pair_of_row] for m, s in scores.items()}
-    return rows, pairs.image_of_pair[pair_of_row], perm.row_statistic(human, statistic, ratings)
-
-
-def _voted_pair_rows(pairs: PreferencePairs, scores: Mapping[str, np.ndarray]):
-    """(scores, each candidate's pair, the mean over categories of the accuracy at picking
-    the humans' majority, a metric tie counting half, ties of the humans left out)."""
-    decided = pairs.preference != 0.5
-    human_a = pairs.preference[decided] > 0.5
-    names = sorted(set(pairs.categories))
-    category = np.array([names.index(c) for c in pairs.categories])[decided]
-    one_hot = np.eye(len(names))[category]
-    one_hot = one_hot[:, one_hot.sum(0) > 0] / one_hot.sum(0)[one_hot.sum(0) > 0]
-
-    def mean_accuracy(metrics: np.ndarray) -> np.ndarray:
-        a, b = metrics[:, 0::2][:, decided], metrics[:, 1::2][:, decided]
-        agree = np.where(a == b, 0.5, (a > b) == human_a)
-        return (agree @ one_hot).mean(1)
-
-    return dict(scores), np.repeat(np.arange(len(pairs.preference)), 2), mean_accuracy
-
-
-def _better_worse_rows(pairs: PreferencePairs, scores: Mapping[str, np.ndarray]):
-    """(scores, each candidate's image, the share of pairs whose better caption (a) the
-    metric scores above the worse (b))."""
-
-    def share(metrics: np.ndarray) -> np.ndarray:
-        return (metrics[:, 0::2] > metrics[:, 1::2]).mean(1)
-
-    image_of_pair = np.unique(pairs.images, return_inverse=True)[1]
-    return dict(scores), np.repeat(image_of_pair, 2), share
-
-
 def _perm_both_comparisons(
     rows: Mapping[str, np.ndarray],
     units: np.ndarray,
@@ -185,18 +104,13 @@ def compare_metrics(
     alpha: float = SIGNIFICANCE,
 ) -> SetComparisons:
     """``report`` and ``comparisons`` (``set_report``'s, left as they are) with the field's
-    figures added: per metric the item figures of absolute sets, between metrics
-    ``perm_both_p`` (made where the bootstrap did not run), and the clusters of each test."""
-    spec = judgment_set(scored.name)
+    figures added: per metric the figures its kind adds, between metrics ``perm_both_p``
+    (made where the bootstrap did not run), and the clusters of each test."""
+    kind, statistic_name = scored.spec.kind, scored.spec.statistic
     metrics, compared = copy.deepcopy(dict(report)), copy.deepcopy(dict(comparisons))
-    if spec.kind is JudgmentKind.ABSOLUTE:
-        for metric, per_pair in scored.scores.items():
-            metrics[metric].update(_item_figures(scored.pairs, per_pair, spec.statistic))
-        rows, units, statistic = _absolute_rows(scored.pairs, scored.scores, spec.statistic)
-    elif spec.kind is JudgmentKind.VOTED_PAIRS:
-        rows, units, statistic = _voted_pair_rows(scored.pairs, scored.scores)
-    else:
-        rows, units, statistic = _better_worse_rows(scored.pairs, scored.scores)
+    for metric, per_caption in scored.scores.items():
+        metrics[metric].update(kind.metric_figures(scored.pairs, per_caption, statistic_name))
+    rows, units, statistic = kind.compared_rows(scored.pairs, scored.scores, statistic_name)
     values = {m: float(statistic(v[None])[0]) for m, v in rows.items()}
     clusters: dict[str, dict[str, int]] = {}
     if permutations and len(rows) > 1:

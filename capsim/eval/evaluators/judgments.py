@@ -41,7 +41,7 @@ class Judgments:
                 "%s skipped: %r does not exist", self.set, self.path
             )
             return None
-        return load_set(self.set, Path(self.path).expanduser(), self.references or None)
+        return load_set(self.judgment_set, Path(self.path).expanduser(), self.references or None)
 
     def __call__(self, subject: Subject) -> dict[str, Any] | None:
         judgments = self._judgments(subject)
@@ -53,7 +53,7 @@ class Judgments:
         from capsim.eval import judgment_harness as harness
 
         report, skipped = harness.evaluate_judgments(
-            self.set, judgments, subject.compute_score, self.include_meteor
+            self.judgment_set, judgments, subject.compute_score, self.include_meteor
         )
         for metric, reason in skipped.items():
             logging.getLogger(__name__).info("%s not reported: %s", metric, reason)
