@@ -216,30 +216,38 @@ def test_pascal50s_json_layout_and_its_labels(tmp_path):
         load_set("pascal50s", path)
 
 
-def _write_pascal_references(folder: Path) -> np.ndarray:
-    """pascal50S.mat: 50 sentences for each image of PASCAL_PAIRS, under a web address."""
+def _write_pascal_references(folder: Path, variable: str = "refs") -> np.ndarray:
+    """pascal50S.mat as the CIDEr authors release it: ``refs``, a 1xN struct array (one
+    element an image of PASCAL_PAIRS) of ``image`` (its file name) and ``sent`` (a 1x50 cell
+    of its sentences). ``variable="train_sent_final"`` writes a copy's layout instead: that
+    name, each image under a web address and its sentences a 50x1 cell."""
     images = sorted({image for image, *_ in PASCAL_PAIRS})
-    train = np.empty((1, len(images)), dtype=[("image", object), ("sent", object)])
+    copy = variable != "refs"
+    structs = np.empty((1, len(images)), dtype=[("image", object), ("sent", object)])
     for k, image in enumerate(images):
-        sentences = np.empty((50, 1), dtype=object)
+        sentences = np.empty((50, 1) if copy else (1, 50), dtype=object)
         for s in range(50):
-            sentences[s, 0] = f"sentence {s} of {image}"
-        train[0, k] = (f"http://example.org/VOC2008/{image}", sentences)
-    scipy.io.savemat(folder / "pascal50S.mat", {"train_sent_final": train})
-    return train
+            sentences.flat[s] = f"sentence {s} of {image}"
+        structs[0, k] = (f"http://example.org/VOC2008/{image}" if copy else image, sentences)
+    scipy.io.savemat(folder / "pascal50S.mat", {variable: structs})
+    return structs
 
 
-def test_pascal50s_references_come_from_pascal50S_mat_beside_the_pairs(tmp_path):
+@pytest.mark.parametrize("variable", ["refs", "train_sent_final"])
+def test_pascal50s_references_come_from_pascal50S_mat_beside_the_pairs(tmp_path, variable):
     pairs_path = _write_pascal(tmp_path)
-    train = _write_pascal_references(tmp_path)
+    structs = _write_pascal_references(tmp_path, variable)
     judgments = read_pascal50s(pairs_path)
     assert len(judgments[0].references) == 50
     assert judgments[0].references[3] == f"sentence 3 of {PASCAL_PAIRS[0][0]}"
     assert load_set("pascal50s", tmp_path) == judgments  # the folder works too
-    scipy.io.savemat(tmp_path / "pascal50S.mat", {"train_sent_final": train[:, :1]})
+    scipy.io.savemat(tmp_path / "pascal50S.mat", {variable: structs[:, :1]})
     with pytest.raises(
         DataFormatError, match=r"pair 2: image '2008_000064\.jpg' has no references"
     ):
+        read_pascal50s(pairs_path)
+    scipy.io.savemat(tmp_path / "pascal50S.mat", {"sentences": structs})
+    with pytest.raises(DataFormatError, match=r"pascal50S\.mat: missing variables: one of"):
         read_pascal50s(pairs_path)
 
 
@@ -265,8 +273,17 @@ def _write_pascal_as_released(folder: Path, votes=RELEASED_VOTES) -> Path:
 
 def test_pascal50s_as_released_reads_the_pairs_own_votes(tmp_path):
     """No consensus_pascal.mat: the votes come from pair_pascal.mat's ``result``, the
-    references from pascal50S.mat, and the labels say which votes were used."""
+    references from pascal50S.mat's ``refs``, and the labels say which votes were used."""
     pairs_path = _write_pascal_as_released(tmp_path)
+    released = {
+        pairs_path: {"new_input", "category", "new_data", "result"},
+        tmp_path / "pascal50S.mat": {"refs"},
+    }
+    for path, variables in released.items():
+        assert {name for name, *_ in scipy.io.whosmat(path)} == variables
+    refs = scipy.io.loadmat(tmp_path / "pascal50S.mat")["refs"]
+    assert refs.shape == (1, 2) and set(refs.dtype.names) == {"image", "sent"}
+    assert refs[0, 0]["sent"].shape == (1, 50) and refs[0, 0]["image"][0] == "2008_000032.jpg"
     judgments = read_pascal50s(pairs_path)
     assert [j.preference for j in judgments] == [8 / 11, 0.0, 6 / 11]
     assert [j.category for j in judgments] == ["HC", "HI", "HM"]

@@ -3,7 +3,8 @@
 The CIDEr release ships the MATLAB files ``pair_pascal.mat`` (the pairs, their
 categories and, in ``result``, each pair's own 10 or 11 votes), ``consensus_pascal.mat``
 (48 triplet votes per pair, where a copy has it) and ``pascal50S.mat`` (the 50 reference
-sentences of each of the 1,000 images).
+sentences of each of the 1,000 images, in its variable ``refs``: a 1x1000 struct array
+of ``image``, e.g. ``2008_006488.jpg``, and ``sent``, a 1x50 cell of strings).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ PASCAL_PAIRS_FILE = "pair_pascal.mat"
 VOTE_FOR_B = 1  # a triplet's winner field: 1 means its B sentence, -1 its C sentence
 VOTE_FOR_C = -1
 PAIR_VOTES = "result"  # pair_pascal.mat's own votes: per pair, +1 for sentence a, -1 for b
+# pascal50S.mat's references: ``refs`` as released; some copies name it train_sent_final.
+REFERENCE_VARIABLES = ("refs", "train_sent_final")
 
 
 def _mat_value(value: Any) -> Any:
@@ -149,12 +152,15 @@ def pascal_votes_file(mat_path: str | Path, consensus_path: str | Path | None = 
 
 
 def read_pascal50s_references(path: str | Path) -> dict[str, tuple[str, ...]]:
-    """``pascal50S.mat``: ``train_sent_final``, per image a struct of ``image`` (its file
-    name or address) and ``sent`` (its 50 sentences), keyed by the image's file name."""
+    """``pascal50S.mat``: ``refs`` as released (or ``train_sent_final``, as some copies
+    name it), per image a struct of ``image`` (its file name or address) and ``sent`` (its
+    50 sentences), keyed by the image's file name."""
+    contents = _load_mat(path, [], optional=REFERENCE_VARIABLES)
+    variable = next((name for name in REFERENCE_VARIABLES if name in contents), None)
+    if variable is None:
+        raise DataFormatError(path, f"missing variables: one of {list(REFERENCE_VARIABLES)}")
     references = {}
-    for index, element in enumerate(
-        _load_mat(path, ["train_sent_final"])["train_sent_final"].reshape(-1)
-    ):
+    for index, element in enumerate(contents[variable].reshape(-1)):
         try:
             image, sentences = element["image"], element["sent"]
             name = Path(str(_mat_value(image)).strip()).name
