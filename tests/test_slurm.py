@@ -1,4 +1,4 @@
-"""Grids and multi-process runs on a real one-node SLURM (launch/local_slurm.py starts
+"""Grids and multi-process runs on a real one-node SLURM (tools/local_slurm.py starts
 Debian's slurmctld, slurmd and munge under a temporary folder): the job array equals the
 local grid, survives ``scontrol requeue`` and its time limit, marks a failing job alone,
 runs nothing twice, refuses bad input before submitting; ``launch/slurm.sbatch`` over two
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from launch import local_slurm, slurm
+from launch import slurm
+from tools import local_slurm
 
 pytestmark = pytest.mark.slurm
 

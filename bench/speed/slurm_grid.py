@@ -1,13 +1,16 @@
 """The scheduler's overhead: a grid sent to a real one-node SLURM against the same grid run
 locally, the whole ``launch.sweep`` command timed.
 
+    python tools/local_slurm.py start --dir /tmp/slurm --install   # as root, once
+    export SLURM_CONF=/tmp/slurm/slurm.conf
     python bench/speed/slurm_grid.py [--arg ARG] [--rounds 3] [--write]
 
 The grid: configs/sweep_vtfn.py with ``--arg`` (default: the shapes-world VTFN-BOW job over
 4 seeds, the sweep's own 20 epochs with early stopping), ``--pack 2``, so two packs. Locally they run as two processes at once
-(``--jobs 2``); on SLURM as one job array of two tasks, one CPU each, on a one-node cluster
-that launch/local_slurm.py starts on this machine (Debian's slurmctld, slurmd and munge; as
-root), followed with ``--wait --poll_seconds 1``. Rounds alternate the two. Each grid ends
+(``--jobs 2``); on SLURM as one job array of two tasks, one CPU each, on the cluster that
+``SLURM_CONF`` names: the figures here are of the one-node cluster that tools/local_slurm.py
+starts on this machine (Debian's slurmctld, slurmd and munge; as root), followed with
+``--wait --poll_seconds 1``. Rounds alternate the two. Each grid ends
 with every job's results.json. Prints the table; ``--write`` records it in
 bench/results/slurm_grid.json and bench/RESULTS.md ("Grids on a SLURM cluster").
 """
@@ -26,7 +29,6 @@ import tempfile
 
 from bench.harness import REPO, load_average, record_results, time_sweep
 from capsim.tables import format_table
-from launch import local_slurm
 
 SECTION = "## Grids on a SLURM cluster (issue 59)"
 DEFAULT_ARG = "dataset=shapes_world,encoder=bow_sum,loss=pearson,seeds=4"
@@ -51,24 +53,16 @@ def main() -> None:
     args = parser.parse_args()
     config = f"{REPO / 'configs' / 'sweep_vtfn.py'}:{args.arg}"
     seconds: dict[str, list[float]] = {name: [] for name in SETTINGS}
+    if not os.environ.get("SLURM_CONF"):
+        sys.exit("slurm_grid: no SLURM_CONF: start one (python tools/local_slurm.py start)")
     with tempfile.TemporaryDirectory() as tmp:
-        cluster = Path(tmp) / "slurm"
-        try:
-            local_slurm.install()
-            local_slurm.start(cluster)
-        except local_slurm.SlurmUnavailable as error:
-            sys.exit(f"slurm_grid: no SLURM here: {error}")
-        env = dict(os.environ, SLURM_CONF=str(cluster / local_slurm.CONFIG_FILE))
         load_before = load_average()
-        try:
-            for round_index in range(args.rounds):
-                order = list(SETTINGS) if round_index % 2 == 0 else list(SETTINGS)[::-1]
-                for name in order:
-                    workdir = Path(tmp) / f"round{round_index}-{name.split(':')[0]}"
-                    seconds[name].append(time_sweep(config, workdir, SETTINGS[name], env))
-                    print(f"round {round_index + 1}: {name}: {seconds[name][-1]:.1f} s", flush=True)
-        finally:
-            local_slurm.stop(cluster)
+        for round_index in range(args.rounds):
+            order = list(SETTINGS) if round_index % 2 == 0 else list(SETTINGS)[::-1]
+            for name in order:
+                workdir = Path(tmp) / f"round{round_index}-{name.split(':')[0]}"
+                seconds[name].append(time_sweep(config, workdir, SETTINGS[name]))
+                print(f"round {round_index + 1}: {name}: {seconds[name][-1]:.1f} s", flush=True)
         load_after = load_average()
     local, remote = seconds.values()
     overheads = [r - lo for lo, r in zip(local, remote, strict=True)]
@@ -94,7 +88,7 @@ def main() -> None:
             f"configs/sweep_vtfn.py:{args.arg}, two packs of two seeds; the whole "
             f"`python -m launch.sweep` command timed from start to end; {args.rounds} "
             f"alternating rounds on 2 cores, load {load_before:.2f} before, {load_after:.2f} "
-            "after. SLURM: a one-node cluster on this machine (launch/local_slurm.py), one "
+            "after. SLURM: a one-node cluster on this machine (tools/local_slurm.py), one "
             "CPU a task, `--wait --poll_seconds 1` (the default poll is 30 s).",
             format_table(rows, list(rows[0])),
         ]

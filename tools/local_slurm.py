@@ -1,9 +1,11 @@
 """A real one-node SLURM cluster on this machine: Debian's ``slurmctld``, ``slurmd`` and
-``munge``, started as root on loopback under one folder, for the tests, the grid bench and
+``munge``, started as root on loopback under one folder, for the tests (tests/test_slurm.py),
+the grid bench (bench/speed/slurm_grid.py, which uses the cluster SLURM_CONF names) and
 anyone who wants to try ``launch.sweep --cluster=slurm`` before meeting a real cluster.
+A development tool, not part of the launchers: it installs packages with apt as root.
 
-    python -m launch.local_slurm start --dir /tmp/slurm      # prints: export SLURM_CONF=...
-    python -m launch.local_slurm stop --dir /tmp/slurm
+    python tools/local_slurm.py start --dir /tmp/slurm --install   # prints: export SLURM_CONF=...
+    python tools/local_slurm.py stop --dir /tmp/slurm
 
 The cluster is not an imitation: ``sbatch``, job arrays, ``srun``, requeues, signals and
 time limits are SLURM's own. What one node leaves out is what a site adds (accounting,
