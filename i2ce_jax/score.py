@@ -3,12 +3,14 @@
     python -m i2ce_jax.score --refs refs.json --cands cands.json [--out scores.json]
         [--model base|large|research | --checkpoint WORKDIR] [--pooling top-3]
         [--sentences auto|whole|sentences] [--aggregation mean] [--weighting none] [--beta 1]
+        [--scorer 2|1]
 
 ``refs.json``: ``{"<image id>": ["reference", ...], ...}``.
 ``cands.json``: COCO results style, ``[{"image_id": <id>, "caption": "..."}, ...]``.
-Writes ``{"method", "model", "pooling", "corpus_score", "empty_candidates",
+Writes ``{"method", "version", "scorer", "model", "pooling", "corpus_score", "empty_candidates",
 "empty_candidate_indices", "scores": [{"image_id", "caption", "score",
-"reference_similarities", "way"}]}`` (``way``: "whole" or "sentences", see
+"reference_similarities", "way"}]}`` (``version`` names what to cite, e.g. "I2CE base,
+scorer 2"; ``--scorer 1`` gives the scores before word evidence, bit for bit; ``way``: "whole" or "sentences", see
 docs/long_captions.md; by sentences, ``reference_similarities`` are each reference's F
 and ``reference_precision``/``reference_recall`` its parts). Every candidate gets a score (an empty one 0.0,
 counted in ``empty_candidates``); malformed files, an image without references
@@ -29,7 +31,7 @@ from capsim.cli import run_command
 from capsim.data.captions import read_candidates_json, read_references_json, write_json_atomically
 from capsim.errors import CaptionError
 from i2ce_jax import pretrained
-from i2ce_jax.scorer import SENTENCE_MODES, WEIGHTINGS, I2CEScorer
+from i2ce_jax.scorer import DEFAULT_SCORER, SENTENCE_MODES, WEIGHTINGS, WORD_EVIDENCE, I2CEScorer
 
 
 def score_files(
@@ -61,6 +63,8 @@ def score_files(
     empty = [keys.index(k) for k in result.empty_candidates]
     return {
         "method": "I2CE",
+        "version": scorer.version,
+        "scorer": scorer.scorer,
         "pooling": scorer.pooling,
         "sentences": scorer.sentences,
         "by_sentences": sum(way == "sentences" for way in result.ways),
@@ -72,7 +76,15 @@ def score_files(
 
 
 def add_sentence_arguments(parser: argparse.ArgumentParser) -> None:
-    """The flags of scoring by sentences (issue 60), shared by the commands."""
+    """The flags of the scorer's version and of scoring by sentences, shared by the commands."""
+    parser.add_argument(
+        "--scorer",
+        type=int,
+        default=DEFAULT_SCORER,
+        choices=sorted(WORD_EVIDENCE),
+        help="2: sentence vectors with word-level evidence (the default); 1: the scorer "
+        "before it, bit for bit, to reproduce published numbers",
+    )
     parser.add_argument(
         "--sentences",
         default="auto",
@@ -89,7 +101,7 @@ def add_sentence_arguments(parser: argparse.ArgumentParser) -> None:
 
 def sentence_options(args: argparse.Namespace) -> dict[str, Any]:
     """``I2CEScorer`` keyword arguments of ``add_sentence_arguments``' flags."""
-    options: dict[str, Any] = {"sentences": args.sentences}
+    options: dict[str, Any] = {"sentences": args.sentences, "scorer": args.scorer}
     for name in ("aggregation", "weighting", "beta"):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)

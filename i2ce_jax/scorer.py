@@ -20,11 +20,16 @@ before, and *by sentences* otherwise: each reference's score is the F of a sente
 alignment (capsim.metrics.sentence_alignment), and those are pooled over references as
 before. ``sentences="whole"`` or ``"sentences"`` forces either way; ``Scores.ways``
 records the way each caption went.
+
+Scorer 2 (issue 69, the default) mixes word-level evidence into every sentence pair it
+compares (capsim.metrics.word_alignment): the model's word vectors aligned word by word,
+and words outside the vocabulary matched by their surface form, so one wrong word shows.
+``scorer=1`` is the scorer before it, bit for bit, for reproducing published numbers;
+``Scores.scorer`` and ``I2CEScorer.version`` name the one used.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -40,8 +45,15 @@ from capsim.embed import Embedded, embed_sentences, module_encoder
 from capsim.errors import CaptionError, CheckpointError
 from capsim.metrics.pooling import pool_similarities, top_k_of_mode
 from capsim.metrics.sentence_alignment import align, check_aggregation
+from capsim.metrics.word_alignment import (
+    SentenceWords,
+    WordEvidence,
+    WordVectors,
+    with_word_evidence,
+)
 from capsim.workdir import CONFIG_FILE, VOCAB_FILE, load_config
 from i2ce_jax.model import build_model
+from i2ce_jax.scores import DEFAULT_SCORER, Scores, validate_gts_res
 from i2ce_jax.sentence_plan import (
     AUTO,
     SENTENCE_MODES,
@@ -56,56 +68,11 @@ ZERO_NORM = 1e-8
 WEIGHTINGS = ("none", "length")
 # Candidates aligned per NumPy block: [block, refs, M, S] similarities stay small.
 ALIGN_BLOCK = 256
-
-
-@dataclasses.dataclass
-class Scores:
-    """Everything one scoring call computed, in ``res`` order.
-
-    ``similarities`` [N, R] holds the cosine similarity of each candidate with
-    each of its references (NaN past a candidate's last reference, and 0.0 for
-    an empty candidate); ``mask`` marks the real references.
-    """
-
-    ids: list
-    scores: np.ndarray
-    similarities: np.ndarray
-    mask: np.ndarray
-    empty_candidates: list
-    # "whole" or "sentences" per candidate; for the latter ``similarities`` holds each
-    # reference's F, and ``precision``/``recall`` [N, R] its parts (NaN elsewhere).
-    ways: list[str] = dataclasses.field(default_factory=list)
-    precision: np.ndarray | None = None
-    recall: np.ndarray | None = None
-
-    @property
-    def corpus_score(self) -> float:
-        return float(np.mean(self.scores))
-
-
-def _is_list_of_captions(value: object) -> bool:
-    return isinstance(value, Sequence) and not isinstance(value, str | bytes)
-
-
-def validate_gts_res(gts: Mapping, res: Mapping) -> None:
-    """Checks pycocoevalcap's contract, naming the id at fault."""
-    if not res:
-        raise ValueError("res is empty: nothing to score")
-    for key, candidates in res.items():
-        if key not in gts:
-            raise CaptionError(key, "candidate id has no references in gts")
-        if not _is_list_of_captions(candidates) or len(candidates) != 1:
-            raise CaptionError(key, "res must map each id to a list holding exactly one caption")
-        if not isinstance(candidates[0], str | bytes):
-            raise CaptionError(key, f"caption must be a string, got {type(candidates[0]).__name__}")
-        refs = gts[key]
-        if not _is_list_of_captions(refs) or len(refs) == 0:
-            raise CaptionError(key, "gts must map each id to a non-empty list of reference strings")
-        for j, ref in enumerate(refs):
-            if not isinstance(ref, str | bytes):
-                raise CaptionError(
-                    f"{key}/ref{j}", f"reference must be a string, got {type(ref).__name__}"
-                )
+# Scorer versions and the word evidence of each (chosen in bench/quality/word_evidence.py).
+WORD_EVIDENCE: dict[int, WordEvidence | None] = {
+    1: None,
+    2: WordEvidence(weight=0.5, power=4.0, beta=0.0),
+}
 
 
 def _unit_vectors(embedded: Embedded, ids: Sequence[object] | None) -> np.ndarray:
@@ -140,6 +107,9 @@ class I2CEScorer:
         aggregation: str = "mean",
         weighting: str = "none",
         beta: float = 1.0,
+        scorer: int = DEFAULT_SCORER,
+        word_evidence: WordEvidence | None = None,
+        name: str = "",
     ):
         """Args:
           encoder: the sentence encoder, called as ``encoder(ids, mask)``.
@@ -153,10 +123,27 @@ class I2CEScorer:
           beta: the F-beta of precision and recall (1: F1; 0: precision alone).
             The defaults (mean, none, 1) were chosen on generated long-caption pairs,
             every setting tried listed in docs/long_captions.md.
+          scorer: the version (``WORD_EVIDENCE``): 2 mixes in word evidence, 1 does not.
+          word_evidence: another mix than the version's (for benches; needs scorer 2).
+          name: the model's name in ``version``.
 
         Raises:
-          ValueError: for an unknown pooling, sentence mode, aggregation or weighting.
+          ValueError: for an unknown pooling, sentence mode, aggregation, weighting or
+            scorer, or word evidence for an encoder without a word-vector table.
         """
+        if scorer not in WORD_EVIDENCE:
+            raise ValueError(f"unknown scorer {scorer!r}; use one of {sorted(WORD_EVIDENCE)}")
+        if word_evidence is not None and scorer == 1:
+            raise ValueError("scorer 1 has no word evidence; use scorer 2")
+        self.scorer = scorer
+        self.name = name
+        self.word_evidence = word_evidence or WORD_EVIDENCE[scorer]
+        self.word_vectors = None
+        if self.word_evidence is not None:
+            table = getattr(getattr(encoder, "embed", None), "embedding", None)
+            if table is None:
+                raise ValueError("word evidence reads encoder.embed.embedding; use scorer 1")
+            self.word_vectors = WordVectors.of(vocab, np.asarray(table[...]))
         top_k_of_mode(pooling)
         check_aggregation(aggregation)
         if sentences not in SENTENCE_MODES:
@@ -189,6 +176,7 @@ class I2CEScorer:
         model = build_model(config, len(vocab))
         restore_model(manager_dir, model)
         kwargs.setdefault("pooling", config.scorer.pooling)
+        kwargs.setdefault("name", str(path))
         return cls(model.encoder, vocab, **kwargs)
 
     @classmethod
@@ -202,6 +190,7 @@ class I2CEScorer:
 
         encoder, vocab, meta = pretrained.load(name)
         kwargs.setdefault("pooling", meta["pooling"])
+        kwargs.setdefault("name", str(name))
         return cls(encoder, vocab, **kwargs)
 
     def _embed(self, sentences: Sequence[object], ids: Sequence[object] | None) -> Embedded:
@@ -226,6 +215,7 @@ class I2CEScorer:
             table = SentenceTable.of(gts, res)
             result = self.pool(table, self._embed(table.sentences, table.names))
             result.ways = [WHOLE] * len(result.ids)
+            result.scorer = self.scorer
             return result
         whole_keys = [k for k in res if k not in plan.aligned]
         table = SentenceTable.of(gts, {k: res[k] for k in whole_keys}) if whole_keys else None
@@ -272,7 +262,7 @@ class I2CEScorer:
         empty_ids += aligned.empty_candidates
         mask = np.arange(width)[None, :] < np.array([len(gts[k]) for k in keys])[:, None]
         empty_ids.sort(key=where.__getitem__)
-        return Scores(keys, scores, sims, mask, empty_ids, ways, precision, recall)
+        return Scores(keys, scores, sims, mask, empty_ids, ways, precision, recall, self.scorer)
 
     def align(self, rows: AlignedRows, embedded: Embedded) -> Scores:
         """The by-sentences scores of ``rows``' candidates from the call's ``embedded``
@@ -295,6 +285,7 @@ class I2CEScorer:
             raise CaptionError(f"{rows.keys[i]}/ref{j}", "reference is empty or whitespace only")
         empty = ~cmask.any(axis=-1)
         weights = self._weights(rows, embedded) if self.weighting == "length" else None
+        words = self._words(rows.texts)
         n, width = ref.shape[:2]
         precision, recall, f = (np.full((n, width), np.nan) for _ in range(3))
         for start in range(0, n, ALIGN_BLOCK):
@@ -302,6 +293,10 @@ class I2CEScorer:
             c = vectors[np.maximum(cand[block], 0)]  # [b, M, D]
             r = vectors[np.maximum(ref[block], 0)]  # [b, R, S, D]
             pair_sims = np.matmul(c[:, None], np.swapaxes(r, -1, -2))  # [b, R, M, S]
+            if words is not None:
+                pair_sims = self._mix(
+                    pair_sims, cand[block][:, None, :, None], ref[block][:, :, None, :], words
+                )
             # Padded references and empty candidates align against a dummy sentence; their
             # results are dropped below.
             c_ok = cmask[block].copy()
@@ -332,7 +327,22 @@ class I2CEScorer:
         empty_ids = [k for k, e in zip(rows.keys, empty, strict=True) if e]
         if empty_ids:
             logging.warning("%d empty candidate(s) scored 0.0: %s", len(empty_ids), empty_ids[:10])
-        return Scores(rows.keys, scores, f, has_ref, empty_ids, [SENTENCES] * n, precision, recall)
+        ways = [SENTENCES] * n
+        return Scores(
+            rows.keys, scores, f, has_ref, empty_ids, ways, precision, recall, self.scorer
+        )
+
+    def _words(self, sentences: Sequence[str]) -> SentenceWords | None:
+        """The words of a call's sentences, when this scorer weighs word evidence."""
+        if self.word_vectors is None:
+            return None
+        return SentenceWords.of(sentences, self.word_vectors)
+
+    def _mix(
+        self, sims: np.ndarray, cand: np.ndarray, ref: np.ndarray, words: SentenceWords
+    ) -> np.ndarray:
+        assert self.word_vectors is not None and self.word_evidence is not None
+        return with_word_evidence(sims, cand, ref, words, self.word_vectors, self.word_evidence)
 
     def _weights(self, rows: AlignedRows, embedded: Embedded) -> tuple[np.ndarray, np.ndarray]:
         """Token counts of the candidates' [n, M] and the references' [n, R, S] sentences."""
@@ -356,11 +366,15 @@ class I2CEScorer:
             raise CaptionError(f"{keys[i]}/ref{j}", "reference is empty or whitespace only")
         empty = np.isin(cand_rows, embedded.empty)
         sims = np.einsum("nd,nrd->nr", vectors[cand_rows], vectors[np.maximum(ref_rows, 0)])
+        words = self._words(table.sentences)
+        if words is not None:
+            sims = self._mix(sims, cand_rows[:, None], ref_rows, words)
         scores = pool_similarities(sims, mask, mode=self.pooling)  # 0.0 for empty candidates
         empty_ids = [k for k, e in zip(keys, empty, strict=True) if e]
         if empty_ids:
             logging.warning("%d empty candidate(s) scored 0.0: %s", len(empty_ids), empty_ids[:10])
-        return Scores(keys, scores, np.where(mask, sims, np.nan), mask, empty_ids)
+        sims = np.where(mask, sims, np.nan)
+        return Scores(keys, scores, sims, mask, empty_ids, scorer=self.scorer)
 
     def compute_score(self, gts: Mapping, res: Mapping) -> tuple[float, np.ndarray]:
         """pycocoevalcap's contract: (mean score, per-caption scores in ``res`` order)."""
@@ -369,3 +383,8 @@ class I2CEScorer:
 
     def method(self) -> str:
         return "I2CE"
+
+    @property
+    def version(self) -> str:
+        """What a paper cites: the model and the scorer version, e.g. "I2CE base, scorer 2"."""
+        return f"I2CE {self.name}, scorer {self.scorer}".replace("I2CE , ", "I2CE, ")

@@ -1,0 +1,196 @@
+"""Word evidence in I2CE's scorer (issue 69): every setting tried, chosen on development sets.
+
+    python bench/quality/word_evidence.py [--models base] [--only sweep,check] [--write]
+
+The sets, each scored by I2CE and the n-gram metrics in one run:
+
+- ``foil``: FOIL-nocaps dev (../shared/data/hallucination/foil_nocaps_dev.json, 1,739
+  pairs): the machine caption against the same caption with one object word swapped,
+  9 references. Pair accuracy (the better scored strictly higher).
+- ``long0``/``long1``: the generated long-caption pairs of capsim.eval.long_caption_pairs
+  (held-out dev images; seed 0 and seed 1), accuracy as above.
+- ``hat``: HAT (hat_trainval.json, 400 machine captions, 135 marked hallucinated by
+  people): AUROC of the score against "not hallucinated" (a tie counts half).
+- ``expert``: Flickr8k-Expert, Kendall τc over the rating rows (CLIPScore protocol).
+
+``sweep``: every mix of word evidence tried (capsim.metrics.word_alignment.WordEvidence:
+its weight, sharpening power, F-beta and the contraries on or off) with the first of
+``--models``, on every set. The setting is **chosen on foil and long0 only** (the mean of
+their two accuracies; ties to the smaller weight): HAT, long1 and Expert are checks, never
+chosen on. ``check``: scorer 1 (before) and scorer 2 (the shipped default) of each model
+beside the n-gram metrics.
+
+``--write`` records the tables in bench/results/word_evidence.json and bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+import argparse
+import itertools
+import json
+
+import numpy as np
+
+from bench.harness import SHARED_DATA, record_results
+from capsim.eval import long_caption_pairs
+from capsim.eval.correlation import kendall_tau
+from capsim.metrics.coco_metrics import compute_caption_metrics
+from capsim.metrics.tokenizer import ptb_tokenize
+from capsim.metrics.word_alignment import WordEvidence
+from capsim.tables import format_cells
+from i2ce_jax.scorer import I2CEScorer
+
+HALLUCINATION = SHARED_DATA / "hallucination"
+CHOSEN_ON = ("foil", "long0")
+GRID = {
+    "weight": (0.25, 0.5, 0.75),
+    "power": (1.0, 2.0, 4.0, 8.0, 16.0),
+    "beta": (0.0, 1.0),
+    "contraries": (True, False),
+}
+
+
+def _pairs(rows: list[dict], better: str, worse: str) -> dict:
+    gts, res = {}, {}
+    for i, row in enumerate(rows):
+        refs = [r.strip() for r in row["references"]]
+        gts[f"{i}a"], res[f"{i}a"] = refs, [row[better].strip()]
+        gts[f"{i}b"], res[f"{i}b"] = refs, [row[worse].strip()]
+    return {"kind": "pairs", "gts": gts, "res": res}
+
+
+def load_sets() -> dict[str, dict]:
+    """Every set as pycocoevalcap dicts plus what judges a score of it."""
+    from capsim.data import judgments
+
+    foil = json.loads((HALLUCINATION / "foil_nocaps_dev.json").read_text())
+    sets = {"foil": _pairs(foil, "baseline", "foil")}
+    images = long_caption_pairs.dev_images(SHARED_DATA)
+    for seed in (0, 1):
+        sets[f"long{seed}"] = _pairs(long_caption_pairs.generate(images, seed), "better", "worse")
+    hat = json.loads((HALLUCINATION / "hat_trainval.json").read_text())
+    sets["hat"] = {
+        "kind": "label",
+        "gts": {str(i): [r.strip() for r in row["references"]] for i, row in enumerate(hat)},
+        "res": {str(i): [row["caption"].strip()] for i, row in enumerate(hat)},
+        "hallucinated": np.array([row["contains_hallucination"] for row in hat]),
+    }
+    expert = judgments.read_flickr8k_expert(
+        SHARED_DATA / "flickr8k" / "ExpertAnnotations.txt",
+        SHARED_DATA / "flickr8k" / "Flickr8k.token.txt",
+    )
+    index: dict[tuple, int] = {}
+    gts, res, rows = {}, {}, []
+    for j in expert:
+        key = str(index.setdefault((j.image_id, j.candidate_id), len(index)))
+        gts[key], res[key] = list(j.references), [j.candidate]
+        rows.append(int(key))
+    sets["expert"] = {
+        "kind": "ratings",
+        "gts": gts,
+        "res": res,
+        "rows": np.array(rows),
+        "human": np.array([j.score for j in expert], np.float64),
+    }
+    return sets
+
+
+def auroc(scores: np.ndarray, hallucinated: np.ndarray) -> float:
+    """AUROC × 100 of the score against "not hallucinated" (Mann-Whitney, a tie half)."""
+    diff = scores[~hallucinated][:, None] - scores[hallucinated][None, :]
+    return 100.0 * float(np.mean(diff > 0) + 0.5 * np.mean(diff == 0))
+
+
+def judge(entry: dict, scores: np.ndarray) -> float:
+    """The set's figure × 100: pair accuracy, AUROC or τc."""
+    scores = np.asarray(scores, np.float64)
+    if entry["kind"] == "pairs":
+        better, worse = scores.reshape(-1, 2).T
+        return 100.0 * float(np.mean(better > worse))
+    if entry["kind"] == "label":
+        return auroc(scores, entry["hallucinated"])
+    return 100.0 * kendall_tau(scores[entry["rows"]], entry["human"], variant="c")
+
+
+def ngram_figures(sets: dict[str, dict]) -> dict[str, dict[str, float]]:
+    """Each n-gram metric's figure on each set, as pycocoevalcap users compute it."""
+    out = {}
+    for name, entry in sets.items():
+        scores = compute_caption_metrics(ptb_tokenize(entry["gts"]), ptb_tokenize(entry["res"]))[0]
+        out[name] = {metric: judge(entry, values) for metric, values in scores.items()}
+    return out
+
+
+def figures(scorer: I2CEScorer, sets: dict[str, dict]) -> dict[str, float]:
+    return {name: judge(e, scorer.score(e["gts"], e["res"]).scores) for name, e in sets.items()}
+
+
+def sweep(model: str, sets: dict[str, dict]) -> list[dict]:
+    """Every setting of GRID, its figures on every set, and the mean it is chosen by."""
+    rows = []
+    scorer = I2CEScorer.pretrained(model)
+    embedded: dict[tuple, object] = {}
+    embed = scorer._embed
+
+    def remembered(sentences, ids):  # the settings differ after the encoder, not in it
+        key = tuple(sentences)
+        if key not in embedded:
+            embedded[key] = embed(sentences, ids)
+        return embedded[key]
+
+    scorer._embed = remembered
+    for values in itertools.product(*GRID.values()):
+        setting = dict(zip(GRID, values, strict=True))
+        scorer.word_evidence = WordEvidence(**setting)
+        row = {**setting, **figures(scorer, sets)}
+        row["chosen_by"] = float(np.mean([row[s] for s in CHOSEN_ON]))
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="base", help="comma-separated packaged models")
+    parser.add_argument("--only", default="sweep,check", help="sweep, check or both")
+    parser.add_argument("--write", action="store_true", help="record in bench/RESULTS.md")
+    args = parser.parse_args(argv)
+    models, parts = args.models.split(","), args.only.split(",")
+    sets = load_sets()
+    names = list(sets)
+    result: dict = {"sets": names, "chosen_on": list(CHOSEN_ON)}
+    text = []
+    if "sweep" in parts:
+        rows = sweep(models[0], sets)
+        best = max(rows, key=lambda r: (round(r["chosen_by"], 6), -r["weight"]))
+        result.update(sweep=rows, best=best)
+        header = [*GRID, *names, "chosen by (foil, long0)"]
+        cells = [
+            [*(str(r[k]) for k in GRID), *(f"{r[n]:.2f}" for n in names), f"{r['chosen_by']:.2f}"]
+            for r in sorted(rows, key=lambda r: -r["chosen_by"])
+        ]
+        text.append(f"Every setting, `{models[0]}`, best first:\n\n{format_cells(header, cells)}")
+    if "check" in parts:
+        table = {f"I2CE {m}, scorer {v}": None for m in models for v in (1, 2)}
+        for label in table:
+            model, version = label.split()[1].rstrip(","), int(label[-1])
+            table[label] = figures(I2CEScorer.pretrained(model, scorer=version), sets)
+        ngram = ngram_figures(sets)
+        for metric in next(iter(ngram.values())):
+            table[metric] = {name: ngram[name][metric] for name in names}
+        result["check"] = table
+        cells = [[label, *(f"{v[n]:.2f}" for n in names)] for label, v in table.items()]
+        text.append(f"Before and after:\n\n{format_cells(['metric', *names], cells)}")
+    print("\n\n".join(text))
+    if args.write:
+        record_results("word_evidence", result, "I2CE word evidence (issue 69)", "\n\n".join(text))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
