@@ -152,8 +152,9 @@ class VotedPairs(_NoFigures):
     statistics = ("mean",)
 
     def captions(
-        self, set_name: str, judgments: Sequence[PairJudgment], row_id: None = None
+        self, set_name: str, judgments: Sequence[PairJudgment], row_id: Callable[[Any], str] | None
     ) -> tuple[pairwise_sets.PreferencePairs, list[str]]:
+        del set_name, row_id  # a pair's candidates are keyed {pair}a and {pair}b
         pairs = pairwise_sets.preference_pairs(judgments, pairwise_sets.PASCAL_REFERENCES)
         return pairs, list(pairs.res)
 
@@ -186,8 +187,9 @@ class BetterWorsePairs(_NoFigures):
     statistics = ("accuracy",)
 
     def captions(
-        self, set_name: str, judgments: Sequence[PairJudgment], row_id: None = None
+        self, set_name: str, judgments: Sequence[PairJudgment], row_id: Callable[[Any], str] | None
     ) -> tuple[pairwise_sets.PreferencePairs, list[str]]:
+        del set_name, row_id  # a pair's candidates are keyed {pair}a and {pair}b
         pairs = pairwise_sets.preference_pairs(judgments, None)  # every reference kept
         return pairs, list(pairs.res)
 
@@ -220,8 +222,9 @@ class CaptionLabels(_NoFigures):
     statistics = ("auroc",)
 
     def captions(
-        self, set_name: str, judgments: Sequence[LabelJudgment], row_id: None = None
+        self, set_name: str, judgments: Sequence[LabelJudgment], row_id: Callable[[Any], str] | None
     ) -> tuple[label_sets.LabelledCaptions, list[str]]:
+        del set_name, row_id  # each caption's record names its row id
         captions = label_sets.labelled_captions(judgments)
         return captions, captions.ids
 
