@@ -49,13 +49,13 @@ def test_speed_table_shows_rates_ratios_and_the_load():
 
 def test_each_round_meets_the_paragraphs_as_new_text():
     from capsim import text
-    from capsim.metrics import sentences, tokenizer
+    from capsim.metrics import sentences, tokenizer, word_alignment
     from i2ce_jax.scorer import I2CEScorer
 
     scorer = I2CEScorer.pretrained()
     scorer.score({1: ["A dog runs. Mr. Smith waves."]}, {1: ["A dog. A cat."]})
     tokenizer.ptb_tokenize({1: ["A dog runs."]})
-    memos = (tokenizer._line_tokens, sentences._ends_sentence, text._tokens)
+    memos = (tokenizer._line_tokens, sentences._ends_sentence, text._tokens, word_alignment.stem)
     assert all(memo.cache_info().currsize for memo in memos) and scorer.vocab._sentences
     long_caption_speed.forget_text([scorer])
     assert not any(memo.cache_info().currsize for memo in memos) and not scorer.vocab._sentences

@@ -141,11 +141,13 @@ def test_an_irrelevant_sentence_with_the_packaged_model(scorer):
 def test_one_sentence_captions_score_as_before_on_the_packaged_models(model):
     fixture = json.loads(FIXTURE.read_text())
     gts, res = fixture["gts"], fixture["res"]
-    auto = I2CEScorer.pretrained(model).score(gts, res)
-    whole = I2CEScorer.pretrained(model, sentences=WHOLE).score(gts, res)
+    auto = I2CEScorer.pretrained(model, scorer=1).score(gts, res)  # before word evidence
+    whole = I2CEScorer.pretrained(model, sentences=WHOLE, scorer=1).score(gts, res)
     assert auto.ways == [WHOLE] * len(res)
     assert np.array_equal(auto.scores, whole.scores)  # bit for bit: the same path
     np.testing.assert_allclose(auto.scores, fixture["scores"][model], rtol=0, atol=1e-6)
+    with_words = I2CEScorer.pretrained(model).score(gts, res)  # scorer 2: the same way
+    assert with_words.ways == auto.ways
     assert auto.empty_candidates == ["empty"]
 
 

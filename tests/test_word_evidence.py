@@ -50,7 +50,10 @@ def _plain_f(cand: str, ref: str, vectors: WordVectors, evidence: WordEvidence) 
         if evidence.contraries and ({x, y} <= colours or {x, y} <= numbers):
             return 0.0
         if x not in vectors.vocab.stoi or y not in vectors.vocab.stoi:
-            return 0.0
+            if not evidence.spelling:
+                return 0.0
+            gx, gy = ({f"#{w}#"[i : i + 3] for i in range(len(w))} for w in (x, y))
+            return (2 * len(gx & gy) / (len(gx) + len(gy))) ** evidence.power
         u, v = (vectors.unit[vectors.vocab.stoi[w]] for w in (x, y))
         return max(float(u @ v), 0.0) ** evidence.power
 
@@ -67,6 +70,7 @@ SENTENCES = [
     "a cat runs",
     "three okapi on green grass !",
     "A tapir runs.",
+    "the okapis and a tapirs",
     "...",
 ]
 
@@ -74,9 +78,10 @@ SENTENCES = [
 @pytest.mark.parametrize("power", [1.0, 3.0])
 @pytest.mark.parametrize("beta", [0.0, 1.0, 2.0])
 @pytest.mark.parametrize("contraries", [True, False])
-def test_word_scores_against_a_plain_rederivation(power, beta, contraries):
+@pytest.mark.parametrize("spelling", [True, False])
+def test_word_scores_against_a_plain_rederivation(power, beta, contraries, spelling):
     vectors = _toy_vectors()
-    evidence = WordEvidence(weight=0.5, power=power, beta=beta, contraries=contraries)
+    evidence = WordEvidence(0.5, power, beta, contraries=contraries, spelling=spelling)
     words = SentenceWords.of(SENTENCES, vectors)
     n = len(SENTENCES) - 1  # the last has no word
     cand, ref = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
@@ -86,7 +91,8 @@ def test_word_scores_against_a_plain_rederivation(power, beta, contraries):
             expected = _plain_f(SENTENCES[i], SENTENCES[j], vectors, evidence)
             assert got[i, j] == pytest.approx(expected, abs=1e-6), (i, j)
     assert np.allclose(np.diag(got), 1.0)  # a sentence against itself
-    nothing = word_scores(words, vectors, np.array([5, 0]), np.array([0, 5]), evidence)
+    dots = SENTENCES.index("...")
+    nothing = word_scores(words, vectors, np.array([dots, 0]), np.array([0, dots]), evidence)
     assert np.isnan(nothing).all()  # punctuation alone is no word
 
 
@@ -96,7 +102,7 @@ def test_the_mix_keeps_padding_and_wordless_pairs_and_weighs_the_rest():
     words = SentenceWords.of(SENTENCES, vectors)
     sims = np.array([[0.9, 0.4, 7.0], [0.2, 0.3, 0.5]])
     cand = np.array([[0], [2]])
-    ref = np.array([[1, 3, -1], [0, 5, 4]])
+    ref = np.array([[1, 3, -1], [0, SENTENCES.index("..."), 4]])
     mixed = with_word_evidence(sims, cand, ref, words, vectors, evidence)
     f = word_scores(words, vectors, np.array([0, 0, 2, 2]), np.array([1, 3, 0, 4]), evidence)
     assert mixed[0, 2] == 7.0 and mixed[1, 1] == 0.3  # padding; "..." has no word

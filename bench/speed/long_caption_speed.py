@@ -38,7 +38,7 @@ import statistics
 from bench.harness import SHARED_DATA, load_average, ratio_summary, record_results, time_rounds
 from capsim import text
 from capsim.eval.long_caption_pairs import paragraph
-from capsim.metrics import sentences, tokenizer
+from capsim.metrics import sentences, tokenizer, word_alignment
 from capsim.metrics.bleu import Bleu
 from capsim.metrics.cider import CiderD
 from capsim.metrics.tokenizer import ptb_tokenize
@@ -85,6 +85,7 @@ def forget_text(scorers: list[I2CEScorer]) -> None:
     tokenizer._line_tokens.cache_clear()
     sentences._ends_sentence.cache_clear()
     text._tokens.cache_clear()
+    word_alignment.stem.cache_clear()
     for scorer in scorers:
         scorer.vocab._sentences.clear()
 

@@ -9,7 +9,8 @@ with a transformer's token states, here with a model's own word vectors:
   so "earring" meets "earrings" and a novel object meets itself even outside the
   vocabulary); otherwise, for two words the vocabulary knows, their vectors' cosine
   clipped at 0 and raised to ``power`` (sharpened: a related word is not the same word);
-  otherwise (a word outside the vocabulary against another word) 0; and 0 for two
+  otherwise (a word outside the vocabulary against another word) the Dice overlap of
+  their character trigrams, sharpened alike ("handgun" is nearer "gun" than "bag"); and 0 for two
   different words of one closed class of contraries (``CONTRARIES``: counts, colours),
   whose vectors are close (two/three 0.93 in ``base``) though one excludes the other;
 - **precision**: over the candidate sentence's words, each one's best similarity among
@@ -30,6 +31,7 @@ import re
 from collections.abc import Sequence
 
 import numpy as np
+import scipy.sparse
 import snowballstemmer
 
 from capsim import text
@@ -52,7 +54,8 @@ _CLASS_OF = {word: k for k, members in enumerate(CONTRARIES) for word in members
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def _stem(word: str) -> str:
+def stem(word: str) -> str:
+    """A word's Snowball stem (memoised: a call meets the same words many times)."""
     return _STEM(word)
 
 
@@ -70,6 +73,7 @@ class WordEvidence:
     power: float
     beta: float
     contraries: bool = True
+    spelling: bool = True  # unknown words partly match by character trigrams
 
     def __post_init__(self) -> None:
         if not 0 <= self.weight <= 1:
@@ -120,6 +124,9 @@ class SentenceWords:
     stems: np.ndarray  # the stem's index: equal stems, the same word
     idf: np.ndarray
     classes: np.ndarray  # the word's class of contraries (-1: none)
+    # Character-trigram Dice of each pair of (unknown, any) words that share a trigram, both
+    # orders: pair codes ``a * words + b``, sorted, and their values.
+    spelled: tuple[np.ndarray, np.ndarray]
 
     @classmethod
     def of(cls, sentences: Sequence[str], vectors: WordVectors) -> SentenceWords:
@@ -137,7 +144,7 @@ class SentenceWords:
                     index[word] = len(index)
                     vocab_id = vectors.vocab.stoi.get(word, -1)
                     vocab_ids.append(vocab_id)
-                    stems.append(stem_index.setdefault(_stem(word), len(stem_index)))
+                    stems.append(stem_index.setdefault(stem(word), len(stem_index)))
                     idf.append(vectors.unseen_idf if vocab_id < 0 else vectors.idf[vocab_id])
                     classes.append(_CLASS_OF.get(word, -1))
             per_sentence.append([index[w] for w in words])
@@ -152,7 +159,46 @@ class SentenceWords:
             np.array(stems, np.int64),
             np.array(idf, np.float64),
             np.array(classes, np.int64),
+            _spelling_overlaps(list(index), np.array(vocab_ids) < 0),
         )
+
+    def spelling(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Character-trigram Dice of words ``a`` and ``b`` (index arrays), where one is unknown."""
+        codes, values = self.spelled
+        wanted = a * len(self.idf) + b
+        at = np.minimum(np.searchsorted(codes, wanted), max(codes.size - 1, 0))
+        found = codes[at] == wanted if codes.size else np.zeros(wanted.shape, bool)
+        return np.where(found, values[at] if codes.size else 0.0, 0.0)
+
+
+def _trigrams(word: str) -> set[str]:
+    padded = f"#{word}#"
+    return {padded[i : i + 3] for i in range(len(padded) - 2)}
+
+
+def _spelling_overlaps(words: list[str], unknown: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pair codes and trigram Dice of every (unknown word, word) pair sharing a trigram."""
+    empty = (np.zeros(0, np.int64), np.zeros(0))
+    if not unknown.any():
+        return empty
+    grams: dict[str, int] = {}
+    cols, rows = [], []
+    for i, word in enumerate(words):
+        for gram in _trigrams(word):
+            rows.append(i)
+            cols.append(grams.setdefault(gram, len(grams)))
+    table = scipy.sparse.csr_matrix(
+        (np.ones(len(rows)), (rows, cols)), shape=(len(words), len(grams))
+    )
+    sizes = np.asarray(table.sum(axis=1)).ravel()
+    shared = (table[np.flatnonzero(unknown)] @ table.T).tocoo()
+    a = np.flatnonzero(unknown)[shared.row]
+    b = shared.col
+    dice = 2.0 * shared.data / (sizes[a] + sizes[b])
+    codes = np.concatenate([a * len(words) + b, b * len(words) + a])
+    values = np.concatenate([dice, dice])
+    codes, first = np.unique(codes, return_index=True)
+    return codes, values[first]
 
 
 def _block_precision_recall(
@@ -172,6 +218,9 @@ def _block_precision_recall(
     cosine = np.matmul(vectors.unit[np.maximum(va, 0)], unit_b)
     known = (va >= 0)[:, :, None] & (vb >= 0)[:, None, :]
     sims = np.where(known, np.maximum(cosine, 0.0) ** evidence.power, 0.0)
+    if evidence.spelling:
+        spelled = words.spelling(a[:, :, None], b[:, None, :]) ** evidence.power
+        sims = np.where(known, sims, spelled)
     if evidence.contraries:
         ca, cb = words.classes[a][:, :, None], words.classes[b][:, None, :]
         sims = np.where((ca >= 0) & (ca == cb), 0.0, sims)
