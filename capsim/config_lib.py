@@ -11,7 +11,7 @@ its own file declares, set nowhere else.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import ml_collections
 
@@ -236,48 +236,3 @@ def differing_blocks(
         if plain != was:
             overrides[f"{OVERRIDE_PREFIX}{key}"] = plain
     return overrides
-
-
-ROW_PARAM = "row"
-
-
-def row_sweep(hyper, rows: Mapping[str, ml_collections.ConfigDict], seeds: int) -> list[dict]:
-    """A paper table's grid: one job per row (each its own config, given to the grid as
-    what differs from the first row's) and seed (``seed_sweep``)."""
-    first = next(iter(rows.values()))
-    return hyper.product(
-        [
-            hyper.sweep(ROW_PARAM, {name: differing_blocks(first, c) for name, c in rows.items()}),
-            *seed_sweep(hyper, seeds),
-        ]
-    )
-
-
-def table_grid(
-    parse: Callable[[str | None], ml_collections.ConfigDict],
-    build_row: Callable[[ml_collections.ConfigDict, str], ml_collections.ConfigDict],
-    rows: Sequence[str],
-) -> tuple[Callable, Callable]:
-    """A paper table's ``get_config`` (its first chosen row) and ``get_sweep`` (every chosen
-    row, ``row_sweep`` over the ``seeds`` argument), from its argument parser and its row
-    builder ``build_row(arg, row)``."""
-
-    def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
-        parsed = parse(arg)
-        return build_row(parsed, chosen_rows(parsed, rows)[0])
-
-    def get_sweep(hyper, arg: str | None = None) -> list[dict]:
-        parsed = parse(arg)
-        built = {row: build_row(parsed, row) for row in chosen_rows(parsed, rows)}
-        return row_sweep(hyper, built, parsed.seeds)
-
-    return get_config, get_sweep
-
-
-def chosen_rows(arg: ml_collections.ConfigDict, known: Sequence[str]) -> tuple[str, ...]:
-    """The ``rows`` argument (``+``-joined, in the table's order; "" for all of them)."""
-    names = plus_joined(arg.rows) or tuple(known)
-    unknown = [name for name in names if name not in known]
-    if unknown:
-        raise KeyError(f"unknown rows {unknown}; known: {list(known)}")
-    return tuple(name for name in known if name in names)

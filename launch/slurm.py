@@ -33,6 +33,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -278,12 +279,15 @@ def send_grid(
     packed: bool,
     resources: Resources,
     grid_facts: Mapping[str, str],
-    metrics: Mapping[str, Sequence[str]],
+    module: types.ModuleType,
+    arg: str,
     wait: bool,
     poll_seconds: float,
 ) -> int:
     """Submits the tasks (packs when ``packed``, else single jobs) as one job array (nothing
-    when every job is done); with ``wait``, follows it and writes the table. Returns the number of failed jobs (0 when not waiting)."""
+    when every job is done); with ``wait``, follows it and ends the grid as a local run
+    does (``module`` and ``arg``: the grid config as it runs). Returns the number of
+    failed jobs (0 when not waiting)."""
     if tasks:
         array_tasks = []
         root = workdir.resolve()
@@ -307,7 +311,7 @@ def send_grid(
         if not wait:
             print(f"follow it: python -m launch.sweep --status --workdir={workdir} [--wait]")
             return 0
-    return finish_slurm_grid(workdir, metrics, poll_seconds if wait else None)
+    return finish_slurm_grid(workdir, module, arg, poll_seconds if wait else None)
 
 
 def add_slurm_flags(parser: argparse.ArgumentParser) -> None:

@@ -1,5 +1,6 @@
 """What a grid on SLURM is doing: each job's state from its folder, ``squeue`` and
-``sacct``; following the grid to its end; the table once every job has ended.
+``sacct``; following the grid to its end; the grid's end (launch.finish) once every job
+has ended.
 
 ``python -m launch.sweep --status [--wait] --workdir=DIR`` runs ``grid_status``.
 """
@@ -10,12 +11,13 @@ import json
 import shutil
 import subprocess
 import time
+import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from capsim.tables import format_table
 from capsim.workdir import RESULTS_FILE
-from launch.aggregate import aggregate
+from launch.finish import finish_grid
 from launch.grid import JOB_FILE, LOG_FILE, load_config_module, read_job, update_job
 
 GRID_DIR = "slurm"  # WORKDIR/slurm: the scripts, the grid's record, the tasks' output
@@ -230,18 +232,18 @@ def follow(workdir: Path, poll_seconds: float) -> list[dict[str, str]]:
 
 
 def finish_slurm_grid(
-    workdir: Path, metrics: Mapping[str, Sequence[str]], poll_seconds: float | None
+    workdir: Path, module: types.ModuleType, arg: str, poll_seconds: float | None
 ) -> int:
     """Shows each job's state (following the grid to its end when ``poll_seconds`` is
-    given); once no task is queued, records the ended jobs and writes the table.
+    given); once no task is queued, records the ended jobs and ends the grid as a local
+    run does (launch.finish: ``module`` and ``arg``, the grid config as it ran).
     Returns the number of failed jobs."""
     rows = job_states(workdir) if poll_seconds is None else follow(workdir, poll_seconds)
     print_states(rows)
     if any(row["state"] in ("running", "requeued", "pending", "unknown") for row in rows):
         return 0
     mark_ended(workdir, rows)
-    aggregate(workdir, metrics)
-    print(f"wrote {workdir / 'results.csv'} and {workdir / 'results.md'}")
+    finish_grid(workdir, module, arg)
     return sum(row["state"] == "failed" for row in rows)
 
 
@@ -254,5 +256,6 @@ def grid_status(workdir: str | Path, wait: bool, poll_seconds: float) -> int:
             raise FileNotFoundError(f"{workdir} holds no grid (no job folders)")
         print_states(job_states(workdir))  # a local grid: its folders
         return 0
-    metrics = load_config_module(Path(record["cwd"]) / record["config"].partition(":")[0]).METRICS
-    return finish_slurm_grid(workdir, metrics, poll_seconds if wait else None)
+    config_file, _, arg = record["config"].partition(":")
+    module = load_config_module(Path(record["cwd"]) / config_file)
+    return finish_slurm_grid(workdir, module, arg, poll_seconds if wait else None)

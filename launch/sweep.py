@@ -16,8 +16,9 @@ processes run at once, each JAX taking 0.9/N of an accelerator's memory
 ``XLA_PYTHON_CLIENT_PREALLOCATE``). With ``--cluster=slurm`` the same processes are
 the tasks of one job array (launch.slurm). A job whose folder holds ``results.json`` is
 never run again, so sending the command again resumes the grid; a failed job does not
-stop the others, but makes the exit code non-zero. At the end ``aggregate`` writes
-``WORKDIR/results.csv`` and ``WORKDIR/results.md``.
+stop the others, but makes the exit code non-zero. At the end (here, or after
+``--wait`` or ``--status`` on SLURM) launch.finish writes ``WORKDIR/results.csv`` and
+``WORKDIR/results.md``, and for a paper table's config ``table.md`` and ``table.json``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pathlib import Path
 
 from capsim.workdir import RESULTS_FILE
 from launch import slurm, slurm_status
-from launch.aggregate import aggregate
+from launch.finish import finish_grid
 from launch.grid import (
     LOG_FILE,
     PACK_LOGS,
@@ -47,7 +48,6 @@ from launch.grid import (
     shape_of,
     update_job,
 )
-from launch.report import TABLE_JSON, TABLE_MARKDOWN, write_report
 
 MEM_FRACTION = "XLA_PYTHON_CLIENT_MEM_FRACTION"
 # Members a process by default: with --jobs 2, 3.15x a process a job on 2 cores
@@ -219,7 +219,8 @@ def run_sweep(
             pack > 1,
             resources,
             grid_facts,
-            module.METRICS,
+            module,
+            arg,
             wait,
             poll_seconds,
         )
@@ -253,11 +254,7 @@ def run_sweep(
                 )
     finally:  # on Ctrl-C, start no queued job
         pool.shutdown(wait=True, cancel_futures=True)
-    aggregate(workdir, module.METRICS)
-    print(f"wrote {workdir / 'results.csv'} and {workdir / 'results.md'}")
-    if hasattr(module, "TABLE"):  # a paper table's grid: its layout and claims' verdicts
-        write_report(workdir, module, arg)
-        print(f"wrote {workdir / TABLE_MARKDOWN} and {workdir / TABLE_JSON}")
+    finish_grid(workdir, module, arg)
     for job in failed:
         print(f"FAILED {job.name}: see {workdir / job.name / LOG_FILE}", file=sys.stderr)
     return len(failed)

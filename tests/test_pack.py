@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from launch import grid, pack, sweep
+from launch import aggregate, grid, pack, sweep
 
 REPO = Path(__file__).resolve().parents[1]
 # Keys that time the run, not train it: they differ between any two runs.
@@ -89,7 +89,9 @@ def test_a_pack_runs_its_members_in_turn(tmp_path, monkeypatch, capsys):
     never_trained = json.loads((dirs[4] / "job.json").read_text())  # the next sweep resumes it
     assert "returncode" not in never_trained and not (dirs[4] / "results.json").exists()
     assert "training seed" not in capsys.readouterr().out  # members write to their logs
-    rows = {row["job"]: row["status"] for row in sweep.aggregate(workdir, {"score": ("score",)})}
+    rows = {
+        row["job"]: row["status"] for row in aggregate.aggregate(workdir, {"score": ("score",)})
+    }
     assert list(rows.values()) == ["ok", "failed", "ok", "unfinished", "unfinished"]
 
 

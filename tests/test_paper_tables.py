@@ -1,6 +1,6 @@
 """The papers' tables as seeded grids (launch.paper_table, launch.report, configs/tables/):
-verdicts against SciPy, planted grids, refused claims, every table config at both scales,
-and a test-sized table run end to end."""
+verdicts against SciPy, planted grids, refused claims, a grid's one ending (launch.finish),
+every table config at both scales, and a test-sized table run end to end."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ import pytest
 from flax import nnx
 from scipy import stats
 
-from launch import grid, report, sweep
-from launch.paper_table import (
+from launch import finish, grid, report, sweep
+from launch.paper_table import Claim, Table
+from launch.paper_table.output import TABLE_JSON, TABLE_MARKDOWN, table_report
+from launch.paper_table.values import grid_values
+from launch.paper_table.verdicts import (
     HOLDS,
     NOT_TOLD_APART,
     REVERSED,
-    Claim,
-    Table,
     claim_verdict,
-    grid_values,
     paired_verdict,
 )
 from vtfn_jax.model import VTFN, make_loss_fn
@@ -114,13 +114,15 @@ def _plant(workdir: Path) -> dict[str, dict[int, dict[str, float]]]:
         for row, (x, y) in rows.items():
             job = workdir / f"row={row},seed={seed}"
             job.mkdir(parents=True)
-            (job / grid.JOB_FILE).write_text(json.dumps({"params": {"row": row, "seed": seed}}))
+            record = {"name": job.name, "params": {"row": row, "seed": seed}}
+            (job / grid.JOB_FILE).write_text(json.dumps(record))
             results = {"scores": {"x": x, "y": y}, "fixed": {"cider": 40.0}}
             (job / "results.json").write_text(json.dumps(results))
             planted.setdefault(row, {})[seed] = {"x": x, "y": y}
     # an unfinished job (no results.json) is skipped, not read as a zero
     (workdir / "row=a,seed=9").mkdir()
-    (workdir / "row=a,seed=9" / grid.JOB_FILE).write_text('{"params": {"row": "a", "seed": 9}}')
+    unfinished = {"name": "row=a,seed=9", "params": {"row": "a", "seed": 9}}
+    (workdir / "row=a,seed=9" / grid.JOB_FILE).write_text(json.dumps(unfinished))
     return planted
 
 
@@ -152,12 +154,12 @@ def test_a_planted_grid_gives_each_verdict_where_it_should(tmp_path):
     assert claim_verdict(values, reversed_claim).verdict == REVERSED
 
 
-def test_the_report_lays_out_the_planted_grid_with_every_claim(tmp_path, monkeypatch, capsys):
-    _plant(tmp_path / "grid")
-    config = tmp_path / "planted_table.py"
-    config.write_text(
-        "from launch.paper_table import Claim, Table\n"
+def _planted_config(path: Path, *claims: str) -> Path:
+    """A table config over _plant's grid (rows a, b, c; five seeds), built by table_grid."""
+    path.write_text(
         "import ml_collections\n"
+        "from capsim.config_lib import parse_scaled_arg\n"
+        "from launch.paper_table import Claim, Table, table_grid\n"
         "TRAIN_MODULE = 'vtfn_jax.train'\n"
         f"METRICS = {MEASURES!r}\n"
         f"TABLE = Table(title='planted', rows=('a', 'b', 'c'), measures={MEASURES!r},\n"
@@ -165,29 +167,65 @@ def test_the_report_lays_out_the_planted_grid_with_every_claim(tmp_path, monkeyp
         "    paper={('a', 'x'): 51.0},\n"
         "    claims=(Claim('a beats b on x', 'a', 'b', 'x', 'Table 9'),\n"
         "            Claim('c beats a on y', 'c', 'a', 'y'),\n"
-        "            Claim('d beats a on y', 'd', 'a', 'y')))\n"
-        "def get_config(arg=None):\n"
-        "    return ml_collections.ConfigDict({'seed': 0})\n"
-        "def get_sweep(hyper, arg=None):\n"
-        "    rows = hyper.sweep('row', {r: {} for r in ('a', 'b', 'c')})\n"
-        "    return hyper.product([rows, hyper.sweep('config.seed', list(range(5)))])\n"
+        + "".join(f"            {claim},\n" for claim in claims)
+        + "))\n"
+        "def _parse(arg=None):\n"
+        "    return parse_scaled_arg(arg, {'here': {}}, rows='', seeds=5)\n"
+        "def _row(arg, row):\n"
+        "    return ml_collections.ConfigDict({'seed': 0, 'row': row})\n"
+        "get_config, get_sweep, parse_table_arg = table_grid(_parse, _row, ('a', 'b', 'c'))\n"
+    )
+    return path
+
+
+def test_the_report_lays_out_the_planted_grid_with_every_claim(tmp_path, monkeypatch, capsys):
+    _plant(tmp_path / "grid")
+    config = _planted_config(
+        tmp_path / "planted_table.py", "Claim('d beats a on y', 'd', 'a', 'y')"
     )
     assert report.main([f"--config={config}", f"--workdir={tmp_path / 'grid'}"]) == 2
     refused = capsys.readouterr().err
     assert "claim 'd beats a on y' names the row(s), absent from the grid ['d']" in refused
-    text = config.read_text().replace(",\n            Claim('d beats a on y', 'd', 'a', 'y')", "")
-    config.write_text(text)
+    _planted_config(config)
     assert report.main([f"--config={config}", f"--workdir={tmp_path / 'grid'}"]) == 0
-    written = json.loads((tmp_path / "grid" / report.TABLE_JSON).read_text())
+    written = json.loads((tmp_path / "grid" / TABLE_JSON).read_text())
     assert [c["text"] for c in written["claims"]] == ["a beats b on x", "c beats a on y"]
     assert [c["verdict"] for c in written["claims"]] == [HOLDS, HOLDS]
     assert written["seeds"] == list(SEEDS)
     a_x = written["rows"][0]["cells"]["x"]
     assert a_x["seeds"] == 5 and a_x["paper"] == 51.0 and a_x["low"] < a_x["mean"] < a_x["high"]
-    markdown = (tmp_path / "grid" / report.TABLE_MARKDOWN).read_text()
+    markdown = (tmp_path / "grid" / TABLE_MARKDOWN).read_text()
     assert "(paper: 51.00)" in markdown and "| a beats b on x | Table 9 | x |" in markdown
     assert markdown.count("| **holds** |") == 2
     assert "wrote" in capsys.readouterr().out
+
+
+def test_a_grid_ends_with_its_table_only_when_its_config_is_a_table(tmp_path, capsys):
+    """launch.finish, the one ending of the local and the SLURM grid: results.csv and
+    results.md for every grid; table.md and table.json for a table config, the very
+    files launch.report writes afterwards."""
+    for name in ("table", "plain"):
+        _plant(tmp_path / name)
+    table_config = grid.load_config_module(_planted_config(tmp_path / "planted_table.py"))
+    finish.finish_grid(tmp_path / "table", table_config)
+    finish.finish_grid(tmp_path / "plain", grid.load_config_module(REPO / "configs/sweep_vtfn.py"))
+    ends = {
+        name: sorted(path.name for path in (tmp_path / name).iterdir() if path.is_file())
+        for name in ("table", "plain")
+    }
+    assert ends == {
+        "table": ["results.csv", "results.md", TABLE_JSON, TABLE_MARKDOWN],
+        "plain": ["results.csv", "results.md"],
+    }
+    assert f"wrote {tmp_path / 'table' / TABLE_MARKDOWN}" in capsys.readouterr().out
+    ended = {name: (tmp_path / "table" / name).read_text() for name in (TABLE_JSON, TABLE_MARKDOWN)}
+    assert (
+        report.main(
+            [f"--config={tmp_path / 'planted_table.py'}", f"--workdir={tmp_path / 'table'}"]
+        )
+        == 0
+    )
+    assert {name: (tmp_path / "table" / name).read_text() for name in ended} == ended
 
 
 def test_a_claim_naming_an_absent_row_or_measure_is_refused_naming_it():
@@ -205,7 +243,7 @@ def test_a_claim_naming_an_absent_row_or_measure_is_refused_naming_it():
 
 def test_a_sub_grid_lists_the_claims_it_cannot_judge(tmp_path):
     module = grid.load_config_module(REPO / "configs" / "tables" / "vtfn_t4_losses.py")
-    built = report.table_report(tmp_path, module, "rows=pearson+kendall,seeds=2")
+    built = table_report(tmp_path, module, "rows=pearson+kendall,seeds=2")
     assert [c["text"] for c in built["claims"]] == [c.text for c in module.TABLE.claims]
     judged = [c for c in built["claims"] if "not_evaluated" not in c]
     assert [c["lower"] for c in judged] == [("kendall",)]
@@ -287,7 +325,7 @@ def test_a_test_sized_table_run_writes_the_report_with_every_claim(tmp_path, sha
     argv = [f"--config={config}:{arg}", f"--workdir={tmp_path}", "--runlocal", "--pack=2"]
     assert sweep.main(argv) == 0
     module = grid.load_config_module(config)
-    written = json.loads((tmp_path / report.TABLE_JSON).read_text())
+    written = json.loads((tmp_path / TABLE_JSON).read_text())
     assert [c["text"] for c in written["claims"]] == [c.text for c in module.TABLE.claims]
     for claim in written["claims"]:
         assert claim["seeds"] == 2 and claim["verdict"] in (HOLDS, REVERSED, NOT_TOLD_APART)
@@ -295,6 +333,6 @@ def test_a_test_sized_table_run_writes_the_report_with_every_claim(tmp_path, sha
     assert [r["row"] for r in written["rows"]] == list(module.TABLE.rows)
     for row in written["rows"]:
         assert all(cell["seeds"] == 2 for cell in row["cells"].values())
-    markdown = (tmp_path / report.TABLE_MARKDOWN).read_text()
+    markdown = (tmp_path / TABLE_MARKDOWN).read_text()
     assert all(c.text in markdown for c in module.TABLE.claims)
-    assert f"wrote {tmp_path / report.TABLE_MARKDOWN}" in capsys.readouterr().out
+    assert f"wrote {tmp_path / TABLE_MARKDOWN}" in capsys.readouterr().out

@@ -1,6 +1,6 @@
 """Grids and multi-process runs on a real one-node SLURM (tools/local_slurm.py starts
 Debian's slurmctld, slurmd and munge under a temporary folder): the job array equals the
-local grid, survives ``scontrol requeue`` and its time limit, marks a failing job alone,
+local grid (a paper table's grid writes the local grid's table.md), survives ``scontrol requeue`` and its time limit, marks a failing job alone,
 runs nothing twice, refuses bad input before submitting; ``launch/slurm.sbatch`` over two
 ``srun`` tasks equals one process and resumes after a requeue.
 
@@ -29,6 +29,7 @@ pytestmark = pytest.mark.slurm
 
 REPO = Path(__file__).resolve().parents[1]
 SWEEP_VTFN = REPO / "configs" / "sweep_vtfn.py"
+TABLE_CONFIG = REPO / "configs" / "tables" / "vtfn_t4_losses.py"
 GRID_ARG = "dataset=shapes_world,encoder=bow_sum,loss=pearson"
 TOLERANCE = 1e-4
 # results.json keys that time the run rather than say what it learned
@@ -156,6 +157,31 @@ def test_grid_on_slurm_equals_the_local_grid_and_is_not_run_twice(cluster, tmp_p
     assert "grid of 4: 4 already done, sending 0" in again.stdout
     assert len(_submissions(tmp_path / "slurm")) == 1
     assert finished == {p: p.stat().st_mtime_ns for p in finished}
+
+
+def test_a_table_grid_on_slurm_writes_the_local_grids_table(cluster, tmp_path, shared_data):
+    """A paper table's config sent with --wait ends as the local grid does (launch.finish):
+    the same table.md, and table.json with the same verdicts; --status on the ended grid
+    writes them again."""
+    arg = f"rows=pearson+covariance,seeds=2,data_dir={shared_data},runlocal"
+    config = f"{TABLE_CONFIG}:{arg}"
+    local = _sweep(tmp_path / "local", config, "--pack=2")
+    assert local.returncode == 0, local.stdout[-3000:] + local.stderr[-3000:]
+    sent = _sweep(tmp_path / "slurm", config, "--pack=2", *_slurm_flags())
+    assert sent.returncode == 0, sent.stdout[-3000:] + sent.stderr[-3000:]
+    assert f"wrote {tmp_path / 'slurm' / 'table.md'}" in sent.stdout
+    table = (tmp_path / "local" / "table.md").read_text()
+    assert "| Pearson |" in table and "| Covariance |" in table
+    assert (tmp_path / "slurm" / "table.md").read_text() == table
+    verdicts = [
+        [c.get("verdict") for c in json.loads((d / "table.json").read_text())["claims"]]
+        for d in (tmp_path / "local", tmp_path / "slurm")
+    ]
+    assert verdicts[0] == verdicts[1] and len(verdicts[0]) == 3
+    (tmp_path / "slurm" / "table.md").unlink()
+    status = _sweep(tmp_path / "slurm", "", "--status")
+    assert status.returncode == 0, status.stdout[-3000:] + status.stderr[-3000:]
+    assert (tmp_path / "slurm" / "table.md").read_text() == table
 
 
 def _wait_for(predicate, what: str, process: subprocess.Popen | None = None) -> None:

@@ -22,7 +22,7 @@ from configs import (
     i2ce_coco_recon,
     sweep_vtfn,
 )
-from launch import grid, sweep
+from launch import aggregate, grid, sweep
 
 REPO = Path(__file__).resolve().parents[1]
 SWEEP_CONFIG = REPO / "configs" / "sweep_vtfn.py"
@@ -175,7 +175,7 @@ def test_aggregate_tabulates_metrics_and_lists_failures(tmp_path):
         },
     )
     _fake_job(tmp_path, {"encoder": "gru", "loss": BAD_LOSS}, 1, None)
-    rows = sweep.aggregate(tmp_path, sweep_vtfn.METRICS)
+    rows = aggregate.aggregate(tmp_path, sweep_vtfn.METRICS)
     assert [row["status"] for row in rows] == ["failed", "ok"]
     ok = rows[1]
     assert (ok["same_diff_auc"], ok["c2i_mrr"], ok["STS16_spearman"], ok["avg2016"]) == (
@@ -239,7 +239,7 @@ def test_means_over_seeds_carry_a_t_interval(tmp_path):
                 results["retrieval"] = {"c2i_mrr": 0.5}
             _fake_job(tmp_path, {"loss": loss, "seed": seed}, 0, results)
     _fake_job(tmp_path, {"loss": "kendall", "seed": 2}, 1, None)
-    sweep.aggregate(tmp_path, sweep_vtfn.METRICS)
+    aggregate.aggregate(tmp_path, sweep_vtfn.METRICS)
     with open(tmp_path / "results.csv") as f:
         table = list(csv.DictReader(f))
     means = {row["loss"]: row for row in table if row["status"] == "mean"}

@@ -23,7 +23,7 @@ import ml_collections
 
 from capsim import config_lib as common
 from i2ce_jax import config_lib as i2ce_common
-from launch.paper_table import Claim, Table
+from launch.paper_table import Claim, Table, table_grid
 
 TRAIN_MODULE = "i2ce_jax.train"
 # row -> (loss branch, the COCO training corpus)
@@ -168,4 +168,4 @@ def _row(arg: ml_collections.ConfigDict, row: str) -> ml_collections.ConfigDict:
     return i2ce_common.finish(config, job)
 
 
-get_config, get_sweep = common.table_grid(_parse, _row, ROWS)
+get_config, get_sweep, parse_table_arg = table_grid(_parse, _row, ROWS)

@@ -20,9 +20,8 @@ recipe's numbers and vtfn_jax.config_lib.OPTIONS.
 
 import ml_collections
 
-from capsim import config_lib as common
 from configs import baseline_glove_nr, baseline_glove_r
-from launch.paper_table import Claim, Table
+from launch.paper_table import Claim, Table, table_grid
 from vtfn_jax import config_lib as vtfn_common
 
 TRAIN_MODULE = "vtfn_jax.train"
@@ -62,4 +61,4 @@ def _row(arg: ml_collections.ConfigDict, row: str) -> ml_collections.ConfigDict:
     return vtfn_common.encoder_run(arg, "bow_sum")
 
 
-get_config, get_sweep = common.table_grid(_parse, _row, ROWS)
+get_config, get_sweep, parse_table_arg = table_grid(_parse, _row, ROWS)

@@ -16,8 +16,7 @@ Arguments: ``scale`` (here, paper: vtfn_jax.config_lib.TABLE_SCALES), ``seeds``,
 
 import ml_collections
 
-from capsim import config_lib as common
-from launch.paper_table import Claim, Table
+from launch.paper_table import Claim, Table, table_grid
 from vtfn_jax import config_lib as vtfn_common
 
 TRAIN_MODULE = "vtfn_jax.train"
@@ -71,4 +70,4 @@ def _row(arg: ml_collections.ConfigDict, row: str) -> ml_collections.ConfigDict:
     return vtfn_common.encoder_run(arg, ENCODERS[row])
 
 
-get_config, get_sweep = common.table_grid(_parse, _row, ENCODERS)
+get_config, get_sweep, parse_table_arg = table_grid(_parse, _row, ENCODERS)

@@ -6,15 +6,14 @@
 
 Each row is configs/coco_bow.py's run with another ``config.loss.name``; every row is
 trained with ``seeds`` seeds (5). The sweep ends by writing ``table.md`` and ``table.json``
-(launch.report) with the claims below and their verdicts. Arguments: ``scale`` (here,
+(launch.paper_table) with the claims below and their verdicts. Arguments: ``scale`` (here,
 paper: vtfn_jax.config_lib.TABLE_SCALES), ``seeds``, ``rows`` (``+``-joined, default
 all), the recipe's numbers and vtfn_jax.config_lib.OPTIONS.
 """
 
 import ml_collections
 
-from capsim import config_lib as common
-from launch.paper_table import Claim, Table
+from launch.paper_table import Claim, Table, table_grid
 from vtfn_jax import config_lib as vtfn_common
 
 TRAIN_MODULE = "vtfn_jax.train"
@@ -55,4 +54,4 @@ def _row(arg: ml_collections.ConfigDict, loss: str) -> ml_collections.ConfigDict
     return vtfn_common.encoder_run(job, "bow_sum")
 
 
-get_config, get_sweep = common.table_grid(_parse, _row, LOSSES)
+get_config, get_sweep, parse_table_arg = table_grid(_parse, _row, LOSSES)

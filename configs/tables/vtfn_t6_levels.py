@@ -17,8 +17,7 @@ ten times the examples. Every row is trained with ``seeds`` seeds (5). Arguments
 
 import ml_collections
 
-from capsim import config_lib as common
-from launch.paper_table import Claim, Table
+from launch.paper_table import Claim, Table, table_grid
 from vtfn_jax import config_lib as vtfn_common
 
 TRAIN_MODULE = "vtfn_jax.train"
@@ -55,4 +54,4 @@ def _row(arg: ml_collections.ConfigDict, level: str) -> ml_collections.ConfigDic
     return vtfn_common.encoder_run(job, "bow_sum")
 
 
-get_config, get_sweep = common.table_grid(_parse, _row, LEVELS)
+get_config, get_sweep, parse_table_arg = table_grid(_parse, _row, LEVELS)
