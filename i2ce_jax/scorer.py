@@ -71,7 +71,7 @@ ALIGN_BLOCK = 256
 # Scorer versions and the word evidence of each (chosen in bench/quality/word_evidence.py).
 WORD_EVIDENCE: dict[int, WordEvidence | None] = {
     1: None,
-    2: WordEvidence(weight=0.5, power=4.0, beta=0.0),
+    2: WordEvidence(weight=0.5, power=16.0, beta=0.0),
 }
 
 

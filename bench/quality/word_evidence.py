@@ -1,6 +1,7 @@
 """Word evidence in I2CE's scorer (issue 69): every setting tried, chosen on development sets.
 
-    python bench/quality/word_evidence.py [--models base] [--only sweep,check] [--write]
+    python bench/quality/word_evidence.py [--models base] [--only sweep,check,report]
+        [--bootstrap 1000] [--write]
 
 The sets, each scored by I2CE and the n-gram metrics in one run:
 
@@ -25,7 +26,10 @@ vectors know of meaning, the stand-in for human judgments, which are never chose
 one with the largest smallest lead over the best n-gram metric on foil, long0 and hat (the
 issue's goal: at or above every n-gram metric on each), ties to the larger mean lead.
 long1 and Expert are checks, never chosen on. ``check``: scorer 1 (before) and scorer 2
-(the shipped default) of each model beside the n-gram metrics.
+(the shipped default) of each model beside the n-gram metrics. ``report``: ``capsim.metaeval``
+on FOIL-nocaps, HAT, Flickr8k-Expert and the long0 pairs with both scorers of each model
+as columns, ``--bootstrap`` resamples (images; documents for the pairs), the paired
+comparisons and PERM-BOTH clusters, into bench/results/word_evidence_metaeval.json.
 
 ``--write`` records the tables in bench/results/word_evidence.json and bench/RESULTS.md
 (a part run alone under its own name: word_evidence_sweep.json, "...: sweep").
@@ -39,13 +43,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import argparse
+import functools
 import itertools
 import json
+import tempfile
 from collections.abc import Callable
 
 import numpy as np
 
-from bench.harness import SHARED_DATA, record_results
+from bench.harness import RESULTS_DIR, SHARED_DATA, record_results
+from capsim import metaeval
 from capsim.eval import long_caption_pairs
 from capsim.eval.correlation import kendall_tau
 from capsim.metrics.coco_metrics import compute_caption_metrics
@@ -192,10 +199,52 @@ def sweep(model: str, sets: dict[str, dict], ngram: dict[str, dict[str, float]])
     return rows
 
 
+def report(models: list[str], bootstrap: int, out: Path) -> str:
+    """capsim.metaeval on every judgment set at hand, both scorers of each model beside the
+    n-gram metrics; returns each set's table (value [95%] of its statistic, cluster)."""
+    with tempfile.TemporaryDirectory() as folder:
+        pairs = Path(folder) / "long0.jsonl"
+        images = long_caption_pairs.dev_images(SHARED_DATA)
+        long_caption_pairs.write_pairs(long_caption_pairs.generate(images, 0), pairs)
+        judgments = [
+            f"foil_nocaps:{HALLUCINATION / 'foil_nocaps_dev.json'}",
+            f"hat:{HALLUCINATION / 'hat_trainval.json'}",
+            f"flickr8k_expert:{SHARED_DATA / 'flickr8k'}",
+            f"pairs:{pairs}",
+        ]
+        argv = [a for j in judgments for a in ("--judgments", j)]
+        argv += ["--bootstrap", str(bootstrap), "--seed", "0", "--out", str(out)]
+        scorers = {
+            f"I2CE {m} s{v}": functools.partial(_compute_score, m, v)
+            for m in models
+            for v in (1, 2)
+        }
+        metaeval.run(metaeval.parser().parse_args(argv), scorers, model=",".join(models))
+    result = json.loads(out.read_text())
+    tables = []
+    for name, entry in result["sets"].items():
+        statistic = next(iter(next(iter(entry["metrics"].values()))))
+        clusters = entry.get("clusters", {}).get("perm_both", {})
+        ranked = sorted(entry["metrics"], key=lambda m: -entry["metrics"][m][statistic]["value"])
+        cells = []
+        for metric in ranked:
+            cell = entry["metrics"][metric][statistic]
+            interval = f"{cell['value']:.2f} [{cell['ci_low']:.2f}, {cell['ci_high']:.2f}]"
+            cells.append([metric, str(clusters.get(metric, "-")), interval])
+        table = format_cells(["metric", "cluster", f"{statistic} [95%]"], cells)
+        tables.append(f"{name}:\n\n{table}")
+    return "\n\n".join(tables)
+
+
+def _compute_score(model: str, version: int) -> object:
+    return I2CEScorer.pretrained(model, scorer=version).compute_score
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", default="base", help="comma-separated packaged models")
-    parser.add_argument("--only", default="sweep,check", help="sweep, check or both")
+    parser.add_argument("--only", default="sweep,check", help="sweep, check and/or report")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="report: resamples")
     parser.add_argument("--write", action="store_true", help="record in bench/RESULTS.md")
     args = parser.parse_args(argv)
     models, parts = args.models.split(","), args.only.split(",")
@@ -227,10 +276,15 @@ def main(argv: list[str] | None = None) -> int:
         result["check"] = table
         cells = [[label, *(f"{v[n]:.2f}" for n in names)] for label, v in table.items()]
         text.append(f"Before and after:\n\n{format_cells(['metric', *names], cells)}")
+    if "report" in parts:
+        out = RESULTS_DIR / "word_evidence_metaeval.json"
+        if not args.write:
+            out = Path(tempfile.mkdtemp()) / "word_evidence_metaeval.json"
+        text.append(f"capsim.metaeval, both scorers:\n\n{report(models, args.bootstrap, out)}")
     print("\n\n".join(text))
     if args.write:
         tag = "" if set(parts) == {"sweep", "check"} else "+".join(parts)
-        section = "I2CE word evidence (issue 69)"
+        section = "## I2CE word evidence (issue 69)"
         record_results("word_evidence", result, section, "\n\n".join(text), tag=tag)
     return 0
 
