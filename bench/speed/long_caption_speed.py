@@ -11,14 +11,15 @@ the next ones; a second pass over the images takes their later captions, so no s
 is scored twice. Timed as users run them, from raw captions:
 
 - ``I2CE by sentences``: ``I2CEScorer.pretrained().compute_score`` (``sentences="auto"``:
-  every paragraph is split and aligned);
-- ``I2CE whole``: the same scorer with ``sentences="whole"`` (one vector a paragraph, the
-  scorer before issue 60);
+  every paragraph is split and aligned; scorer 2, word evidence in every sentence pair);
+- ``I2CE by sentences, scorer 1``: the same without word evidence (before issue 69);
+- ``I2CE whole``: the default scorer with ``sentences="whole"`` (one vector a paragraph);
 - ``BLEU + CIDEr``: the drop-in's (capsim.metrics.cocoeval) tokenizer, BLEU-4 and CIDEr-D.
 
-Each runs once off the clock (compilation), then ``--rounds`` rounds alternate the three
+Each runs once off the clock (compilation), then ``--rounds`` rounds alternate them
 (who goes first turns each round). Before each timed run the text memos of both sides
-(the tokenizer's lines and sentence ends, I2CE's token ids) are emptied off the clock, so
+(the tokenizer's lines and sentence ends, I2CE's token ids and word stems) are emptied
+off the clock, so
 each round scores the paragraphs as new text. Captions/s is the median with min and max; the ratios
 are per round. Prints a table; ``--write`` records it in bench/results and bench/RESULTS.md
 ("I2CE on long captions: speed").
@@ -93,8 +94,10 @@ def forget_text(scorers: list[I2CEScorer]) -> None:
 def measure(count: int, words: int, references: int, rounds: int) -> dict:
     gts, res = paragraphs(count, words, references)
     by_sentences, whole = I2CEScorer.pretrained(), I2CEScorer.pretrained(sentences=WHOLE)
+    first = I2CEScorer.pretrained(scorer=1)
     runners = {
         "I2CE by sentences": lambda _: by_sentences.compute_score(gts, res),
+        "I2CE by sentences, scorer 1": lambda _: first.compute_score(gts, res),
         "I2CE whole": lambda _: whole.compute_score(gts, res),
         "BLEU + CIDEr (drop-in)": lambda _: drop_in_bleu_cider(gts, res),
     }
@@ -102,7 +105,8 @@ def measure(count: int, words: int, references: int, rounds: int) -> dict:
     for run in runners.values():  # compiled and cached off the clock
         run(0)
     load_before = load_average()
-    seconds = time_rounds(runners, rounds, before=lambda _: forget_text([by_sentences, whole]))
+    scorers = [by_sentences, first, whole]
+    seconds = time_rounds(runners, rounds, before=lambda _: forget_text(scorers))
     load_after = load_average()
     words_per = [len(c[0].split()) for c in res.values()]
     return {
@@ -115,7 +119,7 @@ def measure(count: int, words: int, references: int, rounds: int) -> dict:
         "load": [load_before, load_after],
         "ratios": {
             name: ratio_summary(seconds[name], seconds["BLEU + CIDEr (drop-in)"])
-            for name in ("I2CE by sentences", "I2CE whole")
+            for name in ("I2CE by sentences", "I2CE by sentences, scorer 1", "I2CE whole")
         }
         | {
             "by sentences / whole": ratio_summary(

@@ -90,6 +90,7 @@ class WordVectors:
     unit: np.ndarray  # [V, D] float32, unit rows (a zero row stays zero)
     idf: np.ndarray  # [V] float64, log((N + 1) / (count + 1)) over the vocabulary's counts
     unseen_idf: float  # a word outside the vocabulary: as if seen once
+    stems: tuple[str, ...]  # each vocabulary word's stem, computed once
 
     @classmethod
     def of(cls, vocab: text.Vocab, embedding: np.ndarray) -> WordVectors:
@@ -107,6 +108,7 @@ class WordVectors:
             table / np.maximum(norms, 1e-12),
             np.log(total / (counts + 1.0)),
             float(np.log(total / 2.0)),
+            tuple(stem(word) for word in vocab.itos),
         )
 
 
@@ -130,36 +132,37 @@ class SentenceWords:
 
     @classmethod
     def of(cls, sentences: Sequence[str], vectors: WordVectors) -> SentenceWords:
-        index: dict[str, int] = {}
-        stem_index: dict[str, int] = {}
-        vocab_ids: list[int] = []
-        stems: list[int] = []
-        idf: list[float] = []
-        classes: list[int] = []
-        per_sentence = []
-        for sentence in sentences:
-            words = words_of(sentence)
-            for word in words:
-                if word not in index:
-                    index[word] = len(index)
-                    vocab_id = vectors.vocab.stoi.get(word, -1)
-                    vocab_ids.append(vocab_id)
-                    stems.append(stem_index.setdefault(stem(word), len(stem_index)))
-                    idf.append(vectors.unseen_idf if vocab_id < 0 else vectors.idf[vocab_id])
-                    classes.append(_CLASS_OF.get(word, -1))
-            per_sentence.append([index[w] for w in words])
-        lengths = np.array([len(w) for w in per_sentence], np.int64)
-        rows = np.full((len(per_sentence), max(1, int(lengths.max(initial=0)))), -1, np.int64)
-        for i, words in enumerate(per_sentence):
-            rows[i, : len(words)] = words
+        """The words of ``sentences``: each distinct token looked at once, the rest arrays."""
+        tokens = [text.tokenize(sentence) for sentence in sentences]
+        index: dict[str, int] = {}  # a word's index; punctuation gets -1
+        words: list[str] = []
+        for token in dict.fromkeys(t for sentence in tokens for t in sentence):
+            is_word = _HAS_WORD_CHARACTER.search(token) is not None
+            index[token] = len(words) if is_word else -1
+            if is_word:
+                words.append(token)
+        flat = np.array([index[t] for sentence in tokens for t in sentence], np.int64)
+        counts = np.array([len(sentence) for sentence in tokens], np.int64)
+        of_sentence = np.repeat(np.arange(len(tokens)), counts)[flat >= 0]
+        flat = flat[flat >= 0]
+        lengths = np.bincount(of_sentence, minlength=len(tokens)).astype(np.int64)
+        starts = np.cumsum(lengths) - lengths
+        rows = np.full((len(tokens), max(1, int(lengths.max(initial=0)))), -1, np.int64)
+        rows[of_sentence, np.arange(flat.size) - starts[of_sentence]] = flat
+        vocab_ids = np.array([vectors.vocab.stoi.get(w, -1) for w in words], np.int64)
+        stems: dict[str, int] = {}
+        known = vocab_ids.tolist()
+        stem_of = [
+            vectors.stems[i] if i >= 0 else stem(w) for w, i in zip(words, known, strict=True)
+        ]
         return cls(
             rows,
             lengths,
-            np.array(vocab_ids, np.int64),
-            np.array(stems, np.int64),
-            np.array(idf, np.float64),
-            np.array(classes, np.int64),
-            _spelling_overlaps(list(index), np.array(vocab_ids) < 0),
+            vocab_ids,
+            np.array([stems.setdefault(x, len(stems)) for x in stem_of], np.int64),
+            np.where(vocab_ids >= 0, vectors.idf[np.maximum(vocab_ids, 0)], vectors.unseen_idf),
+            np.array([_CLASS_OF.get(w, -1) for w in words], np.int64),
+            _spelling_overlaps(words, vocab_ids < 0),
         )
 
     def spelling(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -208,25 +211,29 @@ def _block_precision_recall(
     ref: np.ndarray,
     evidence: WordEvidence,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Word precision and recall of sentence pairs (``cand[i]``, ``ref[i]``), all with words."""
+    """Word precision and recall of sentence pairs (``cand[i]``, ``ref[i]``), all with words.
+
+    Similarities are float32 and written in place: a call of 300 paragraphs aligns about
+    7 million word pairs, so each pass over them counts."""
     t, u = int(words.lengths[cand].max()), int(words.lengths[ref].max())
     a, b = words.rows[cand, :t], words.rows[ref, :u]  # [B, T], [B, U] word indices
     a_ok, b_ok = a >= 0, b >= 0
     a, b = np.maximum(a, 0), np.maximum(b, 0)
     va, vb = words.vocab_ids[a], words.vocab_ids[b]
     unit_b = np.swapaxes(vectors.unit[np.maximum(vb, 0)], 1, 2)
-    cosine = np.matmul(vectors.unit[np.maximum(va, 0)], unit_b)
-    known = (va >= 0)[:, :, None] & (vb >= 0)[:, None, :]
-    sims = np.where(known, np.maximum(cosine, 0.0) ** evidence.power, 0.0)
-    if evidence.spelling:
-        spelled = words.spelling(a[:, :, None], b[:, None, :]) ** evidence.power
-        sims = np.where(known, sims, spelled)
-    if evidence.contraries:
-        ca, cb = words.classes[a][:, :, None], words.classes[b][:, None, :]
-        sims = np.where((ca >= 0) & (ca == cb), 0.0, sims)
-    sims = np.where(words.stems[a][:, :, None] == words.stems[b][:, None, :], 1.0, sims)
-    real = a_ok[:, :, None] & b_ok[:, None, :]
-    sims = np.where(real, sims, -1.0)
+    sims = np.matmul(vectors.unit[np.maximum(va, 0)], unit_b)  # cosines [B, T, U]
+    np.maximum(sims, 0.0, out=sims)
+    np.power(sims, evidence.power, out=sims)
+    if (va < 0).any() or (vb < 0).any():  # a word the vocabulary lacks: no cosine
+        at = np.nonzero((va < 0)[:, :, None] | (vb < 0)[:, None, :])
+        spelled = words.spelling(a[at[0], at[1]], b[at[0], at[2]]) if evidence.spelling else 0.0
+        sims[at] = np.power(spelled, evidence.power)
+    ca, cb = words.classes[a], words.classes[b]
+    if evidence.contraries and (ca >= 0).any() and (cb >= 0).any():
+        sims[(ca >= 0)[:, :, None] & (ca[:, :, None] == cb[:, None, :])] = 0.0
+    sims[words.stems[a][:, :, None] == words.stems[b][:, None, :]] = 1.0
+    sims *= a_ok[:, :, None]  # padding scores 0: below or at every real similarity
+    sims *= b_ok[:, None, :]
     wa, wb = np.where(a_ok, words.idf[a], 0.0), np.where(b_ok, words.idf[b], 0.0)
     precision = (wa * sims.max(axis=2)).sum(axis=1) / wa.sum(axis=1)
     recall = (wb * sims.max(axis=1)).sum(axis=1) / wb.sum(axis=1)
