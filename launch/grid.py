@@ -3,8 +3,8 @@
 process, the ``--member_mode`` flag, and a job folder's record (``job.json``, written
 here only).
 
-``launch.sweep`` (a grid, locally), ``launch.slurm`` (the same grid as a job array) and
-``launch.pack`` (one process of a grid's jobs) import this module; ``launch.pack``
+``launch.sweep`` (a grid), ``launch.tasks`` (its processes), ``launch.slurm`` (the same
+grid as a job array) and ``launch.pack`` (one process of a grid's jobs) import this module; ``launch.pack``
 imports neither of the others.
 """
 

@@ -1,8 +1,9 @@
 """A grid as one SLURM job array: the script, its submission, and what the scheduler says.
 
-``python -m launch.sweep --cluster=slurm`` hands its packs here. Each pack becomes one
-array task that runs the very command a local grid runs for it (``python -m launch.pack
-...``), so members, member modes and results are the local grid's. SLURM does the
+``python -m launch.sweep --cluster=slurm`` hands its tasks here (launch.tasks: the
+processes a local grid runs). Each becomes one array task that runs the very command a
+local grid runs for it (``python -m launch.pack ...``), its output in the same file, so
+members, member modes and results are the local grid's. SLURM does the
 queueing (``--max_running`` is the array's ``%N`` throttle), the retries and the requeues;
 this module only writes the batch script and submits it with ``sbatch``
 (launch.slurm_status reads ``squeue``/``sacct`` back).
@@ -21,6 +22,8 @@ On it, the shell sends SIGTERM to the pack, whose members save at one step and e
 at most ``--max_requeues`` times. A preemption (SIGTERM from SLURM) saves the same way and
 SLURM requeues the task itself. A rerun resumes every unfinished member from its
 checkpoints and skips the finished ones. A task whose pack fails is never requeued.
+This logic is ``launch/requeue.sh``, written once: the array script holds a copy of it,
+``launch/slurm.sbatch`` sources it.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from launch.grid import LOG_FILE, PACK_LOGS, Job, prepare_job, update_job
+from launch.grid import update_job
 from launch.slurm_status import (
     DEFAULT_POLL_SECONDS,
     GRID_DIR,
@@ -47,8 +50,12 @@ from launch.slurm_status import (
     finish_slurm_grid,
     read_record,
 )
+from launch.tasks import Task
 
 REPO = Path(__file__).resolve().parent.parent  # array tasks run from here (python -m launch.pack)
+# The requeue-on-signal logic, written once: launch/slurm.sbatch sources it, the array
+# script holds a copy (so that a user resubmits it alone).
+REQUEUE_SCRIPT = Path(__file__).with_name("requeue.sh")
 
 # sbatch options the grid's script sets itself: a --slurm key may not override them.
 RESERVED_OPTIONS = (
@@ -149,16 +156,6 @@ def check_options(resources: Resources) -> None:
         raise SlurmError("--signal_seconds must be >= 1 and --max_requeues >= 0")
 
 
-@dataclasses.dataclass(frozen=True)
-class Task:
-    """One array task: the command a local grid would run for one pack (or one job), its
-    jobs, and the file its output goes to, as locally."""
-
-    command: list[str]
-    job_dirs: list[Path]
-    log: Path
-
-
 def script_text(tasks: Sequence[Task], resources: Resources, repo: Path, logs: Path) -> str:
     """The batch script: one array task a pack, requeued on a signal before its time limit."""
     throttle = f"%{resources.max_running}" if resources.max_running else ""
@@ -195,42 +192,12 @@ def script_text(tasks: Sequence[Task], resources: Resources, repo: Path, logs: P
             *cases,
             '  *) echo "no task $SLURM_ARRAY_TASK_ID in this array" >&2; exit 2 ;;',
             "esac",
-            "starts=$(( ${SLURM_RESTART_COUNT:-0} + 1 ))",
+            f"# ---- {REQUEUE_SCRIPT.relative_to(REPO)}, as launch.sweep copied it ----",
+            REQUEUE_SCRIPT.read_text().rstrip("\n"),
+            f"# ---- end of {REQUEUE_SCRIPT.relative_to(REPO)} ----",
             'echo "== array task ${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID} (job $SLURM_JOB_ID),'
             ' start $starts, on $(hostname) at $(date -u +%FT%TZ)"',
-            "time_limit_near=0",
-            'child=""',
-            # SIGUSR1 (asked for before the time limit) and SIGTERM (a preemption, a requeue,
-            # scancel) both reach the pack as SIGTERM: its members save at one step, exit 0.
-            'trap \'time_limit_near=1; echo "== time limit near: the members save";'
-            ' [[ -n $child ]] && kill -TERM "$child"\' USR1',
-            'trap \'echo "== SIGTERM: the members save";'
-            ' [[ -n $child ]] && kill -TERM "$child"\' TERM',
-            'echo "== output: $LOG"',
-            'mkdir -p "$(dirname "$LOG")"',
-            '"${COMMAND[@]}" >> "$LOG" 2>&1 &',
-            "child=$!",
-            'while kill -0 "$child" 2> /dev/null; do wait "$child"; done',
-            'wait "$child"',
-            "status=$?",
-            "unfinished=0",
-            'for dir in "${JOB_DIRS[@]}"; do',
-            '  [[ -f "$dir/results.json" ]] || unfinished=$((unfinished + 1))',
-            "done",
-            'echo "== exit $status; $unfinished of ${#JOB_DIRS[@]} jobs unfinished"',
-            # exit 0: the members saved; 143 (SIGTERM's death): the signal came before the
-            # trainer took SIGTERM over (at start-up), so its last checkpoint stands
-            "if (( time_limit_near && (status == 0 || status == 143) && unfinished > 0 )); then",
-            "  if (( starts <= MAX_REQUEUES )); then",
-            '    echo "== requeued to resume (start $((starts + 1)) of at most'
-            ' $((MAX_REQUEUES + 1)))"',
-            '    scontrol requeue "$SLURM_JOB_ID"',
-            "  else",
-            '    echo "== not requeued: started $starts times (--max_requeues $MAX_REQUEUES)"',
-            "    exit 1",
-            "  fi",
-            "fi",
-            'exit "$status"',
+            'run_requeued "${COMMAND[@]}"',
             "",
         ]
     )
@@ -274,9 +241,7 @@ def submit(
 
 def send_grid(
     workdir: Path,
-    tasks: Sequence[Sequence[Job]],
-    commands: Sequence[list[str]],
-    packed: bool,
+    tasks: Sequence[Task],
     resources: Resources,
     grid_facts: Mapping[str, str],
     module: types.ModuleType,
@@ -284,23 +249,17 @@ def send_grid(
     wait: bool,
     poll_seconds: float,
 ) -> int:
-    """Submits the tasks (packs when ``packed``, else single jobs) as one job array (nothing
-    when every job is done); with ``wait``, follows it and ends the grid as a local run
-    does (``module`` and ``arg``: the grid config as it runs). Returns the number of
-    failed jobs (0 when not waiting)."""
+    """Submits the tasks (launch.tasks: their folders under the workdir's full path) as one
+    job array (nothing when every job is done); with ``wait``, follows it and ends the grid
+    as a local run does (``module`` and ``arg``: the grid config as it runs). Returns the
+    number of failed jobs (0 when not waiting)."""
     if tasks:
-        array_tasks = []
-        root = workdir.resolve()
-        for task, command in zip(tasks, commands, strict=True):
-            names = [job.name for job in task]
-            for job in task:
-                prepare_job(job, workdir, command, **({"pack": names} if packed else {}))
-            log = root / PACK_LOGS / f"{names[0]}.log" if packed else root / names[0] / LOG_FILE
-            array_tasks.append(Task(command, [root / n for n in names], log))
-        array_id = submit(workdir, array_tasks, resources, REPO, grid_facts)
+        for task in tasks:
+            task.prepare()
+        array_id = submit(workdir, tasks, resources, REPO, grid_facts)
         for task_index, task in enumerate(tasks):
-            for job in task:
-                update_job(workdir / job.name, slurm={"array_job_id": array_id, "task": task_index})
+            for job_dir in task.job_dirs:
+                update_job(job_dir, slurm={"array_job_id": array_id, "task": task_index})
         throttle = f", at most {resources.max_running} at once" if resources.max_running else ""
         print(
             f"submitted job array {array_id}: {len(tasks)} tasks{throttle} "

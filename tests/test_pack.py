@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from launch import aggregate, grid, pack, sweep
+from launch import aggregate, grid, pack, sweep, tasks
 
 REPO = Path(__file__).resolve().parents[1]
 # Keys that time the run, not train it: they differ between any two runs.
@@ -63,7 +63,7 @@ def test_jobs_pack_by_shape_and_size():
         grid.Job(f"j{k}", {}, {"config.seed": k % 3, "config.loss.name": loss})
         for k, loss in enumerate(["a", "a", "a", "b", "a", "b"])
     ]
-    groups = [[job.name for job in group] for group in sweep.packs(jobs, 2)]
+    groups = [[job.name for job in group] for group in tasks.packs(jobs, 2)]
     assert groups == [["j0", "j1"], ["j2", "j4"], ["j3", "j5"]]
     assert grid.shape_of({"config.seed": 1, "config.optimizer.learning_rate": 0.1}) == "{}"
 

@@ -22,7 +22,7 @@ from configs import (
     i2ce_coco_recon,
     sweep_vtfn,
 )
-from launch import aggregate, grid, sweep
+from launch import aggregate, grid, sweep, tasks
 
 REPO = Path(__file__).resolve().parents[1]
 SWEEP_CONFIG = REPO / "configs" / "sweep_vtfn.py"
@@ -214,13 +214,13 @@ def test_seeds_repeat_every_configuration(config_file, arg, per_configuration):
 
 
 def test_jobs_side_by_side_share_an_accelerators_memory():
-    assert sweep.MEM_FRACTION not in sweep.job_environment(1, {"PATH": "/bin"})
-    env = sweep.job_environment(4, {"PATH": "/bin"})
-    assert env == {"PATH": "/bin", sweep.MEM_FRACTION: "0.225"}
-    mine = {sweep.MEM_FRACTION: "0.3"}
-    assert sweep.job_environment(4, mine) == mine  # a user's setting wins
+    assert tasks.MEM_FRACTION not in tasks.job_environment(1, {"PATH": "/bin"})
+    env = tasks.job_environment(4, {"PATH": "/bin"})
+    assert env == {"PATH": "/bin", tasks.MEM_FRACTION: "0.225"}
+    mine = {tasks.MEM_FRACTION: "0.3"}
+    assert tasks.job_environment(4, mine) == mine  # a user's setting wins
     off = {"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}
-    assert sweep.job_environment(2, off) == off
+    assert tasks.job_environment(2, off) == off
 
 
 def test_seeds_must_be_a_whole_number_of_one_or_more():
