@@ -8,7 +8,8 @@ the built-in metrics.
 Everything but the I2CE column is ``python -m capsim.metaeval``: its ``--help`` and its
 docstring say what each set, statistic and test is. The I2CE model is the packaged
 ``--model`` (default ``base``) or a training workdir (``--checkpoint``); it is loaded
-only when I2CE is among ``--metrics``. ``--sentences`` and its companions choose how
+only when I2CE is among ``--metrics``; ``--scorer 1`` is the scorer before word-level
+evidence (issue 69), and the JSON's ``model`` names both (``"I2CE base, scorer 2"``). ``--sentences`` and its companions choose how
 captions of several sentences are scored, as in ``i2ce_jax.score`` (docs/long_captions.md). The report goes to ``--out`` (default
 i2ce_evaluation.json) and its CSV beside it.
 """
@@ -42,9 +43,9 @@ def main(argv: list[str] | None = None) -> int:
             return I2CEScorer.from_checkpoint(args.checkpoint, **options).compute_score
         return I2CEScorer.pretrained(args.model, **options).compute_score
 
-    return metaeval.run(
-        args, {"I2CE": i2ce}, model=args.checkpoint or args.model, prog="i2ce_jax.evaluate"
-    )
+    # What a paper cites: the model and the scorer's version (I2CEScorer.version).
+    version = f"I2CE {args.checkpoint or args.model}, scorer {args.scorer}"
+    return metaeval.run(args, {"I2CE": i2ce}, model=version, prog="i2ce_jax.evaluate")
 
 
 def cli() -> None:

@@ -106,7 +106,7 @@ def test_fixture_sets_each_get_their_statistic(tmp_path):
         f"composite={FIXTURES / 'Flickr8k.token.txt'}",
     )
     sets = result["sets"]
-    assert result["model"] == "base"
+    assert result["model"] == "I2CE base, scorer 2"
     assert list(sets["flickr8k_cf"]["metrics"]["I2CE"])[:4] == [
         "tau_b",
         "tau_c",

@@ -169,6 +169,7 @@ def test_cli_without_checkpoint_scores_every_oddity(tmp_path):
     assert score_cli.main(["--refs", str(refs), "--cands", str(cands), "--out", str(out)]) == 0
     written = json.loads(out.read_text())
     assert written["model"] == "base"
+    assert written["version"] == "I2CE base, scorer 2" and written["scorer"] == 2
     assert len(written["scores"]) == len(ODDITIES)
     assert all(np.isfinite(row["score"]) for row in written["scores"])
     empty_at = [list(ODDITIES).index("empty"), list(ODDITIES).index("whitespace")]
