@@ -143,20 +143,28 @@ class AbsoluteRatings:
         return absolute_sets.absolute_rows(captions, scores, statistic)
 
 
-class VotedPairs(_NoFigures):
-    """Votes between two candidates (PASCAL-50S): five references sampled a pair, the
-    accuracy at picking the majority per category and their mean."""
+class _Pairs(_NoFigures):
+    """What both pair kinds share: both candidates of a pair against the same references
+    (``references`` of them sampled, or all when None), keyed {pair}a and {pair}b."""
 
-    name = "voted pairs"
     record = PairJudgment
-    statistics = ("mean",)
+    references: int | None
 
     def captions(
         self, set_name: str, judgments: Sequence[PairJudgment], row_id: Callable[[Any], str] | None
     ) -> tuple[pairwise_sets.PreferencePairs, list[str]]:
         del set_name, row_id  # a pair's candidates are keyed {pair}a and {pair}b
-        pairs = pairwise_sets.preference_pairs(judgments, pairwise_sets.PASCAL_REFERENCES)
+        pairs = pairwise_sets.preference_pairs(judgments, self.references)
         return pairs, list(pairs.res)
+
+
+class VotedPairs(_Pairs):
+    """Votes between two candidates (PASCAL-50S): five references sampled a pair, the
+    accuracy at picking the majority per category and their mean."""
+
+    name = "voted pairs"
+    statistics = ("mean",)
+    references = pairwise_sets.PASCAL_REFERENCES
 
     def report(
         self,
@@ -178,20 +186,13 @@ class VotedPairs(_NoFigures):
         return pairwise_sets.voted_pair_rows(captions, scores)
 
 
-class BetterWorsePairs(_NoFigures):
+class BetterWorsePairs(_Pairs):
     """A better and a worse caption against all their references: the share of pairs the
     metric scores better above worse, over all pairs and per category."""
 
     name = "better-worse pairs"
-    record = PairJudgment
     statistics = ("accuracy",)
-
-    def captions(
-        self, set_name: str, judgments: Sequence[PairJudgment], row_id: Callable[[Any], str] | None
-    ) -> tuple[pairwise_sets.PreferencePairs, list[str]]:
-        del set_name, row_id  # a pair's candidates are keyed {pair}a and {pair}b
-        pairs = pairwise_sets.preference_pairs(judgments, None)  # every reference kept
-        return pairs, list(pairs.res)
+    references = None  # every reference kept
 
     def report(
         self,
