@@ -17,9 +17,10 @@ DEFAULT_SCORER = 2
 class Scores:
     """Everything one scoring call computed, in ``res`` order.
 
-    ``similarities`` [N, R] holds the cosine similarity of each candidate with
-    each of its references (NaN past a candidate's last reference, and 0.0 for
-    an empty candidate); ``mask`` marks the real references.
+    ``similarities`` [N, R] holds the similarity of each candidate with each of its
+    references (NaN past a candidate's last reference, and 0.0 for an empty candidate):
+    the cosine with scorer 1, the cosine mixed with the word evidence with scorer 2;
+    ``mask`` marks the real references.
     """
 
     ids: list
